@@ -1,0 +1,113 @@
+/**
+ * The service's settings, read from the environment once at start and checked
+ * there. Nothing else in the code base reads `process.env`.
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
+
+export interface Config {
+  port: number
+  host: string
+  /** Unset: run an embedded PostgreSQL under `dataDir`. */
+  databaseUrl: string | undefined
+  databasePoolMax: number
+  databaseTimeoutMs: number
+  dataDir: string
+  /** The service's own origin, without a trailing slash. */
+  publicUrl: string
+  /** Joined to storage-relative media paths (C15), without a trailing slash. */
+  mediaBaseUrl: string
+  /** `*` for any origin, otherwise the allowed origins. */
+  corsOrigins: '*' | string[]
+  logLevel: LogLevel
+  hookTimeoutMs: number
+  shutdownGraceMs: number
+}
+
+/** A setting with a bad value; its message names the variable. */
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent']
+
+/**
+ * Reads and checks every setting.
+ * @example loadConfig({ PORT: '8080' }).port // 8080
+ */
+export function loadConfig(env: Env): Config {
+  const port = readInteger(env, 'PORT', 3000, 0, 65535)
+  const host = readText(env, 'HOST') ?? '0.0.0.0'
+  const publicUrl = trimSlash(readHttpUrl(env, 'PUBLIC_URL') ?? `http://localhost:${port}`)
+  return {
+    port,
+    host,
+    databaseUrl: readDatabaseUrl(env),
+    databasePoolMax: readInteger(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+    databaseTimeoutMs: readInteger(env, 'DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
+    dataDir: readText(env, 'DATA_DIR') ?? './.data',
+    publicUrl,
+    mediaBaseUrl: trimSlash(readHttpUrl(env, 'MEDIA_BASE_URL') ?? `${new URL(publicUrl).origin}/media`),
+    corsOrigins: readCorsOrigins(env),
+    logLevel: readLogLevel(env),
+    hookTimeoutMs: readInteger(env, 'HOOK_TIMEOUT_MS', 1000, 1, 600_000),
+    shutdownGraceMs: readInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  }
+}
+
+function readText(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim()
+  return value ? value : undefined
+}
+
+function readInteger(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const text = readText(env, name)
+  if (text === undefined) return fallback
+  const value = /^\d+$/.test(text) ? Number(text) : NaN
+  if (!(value >= min && value <= max)) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, not "${text}".`)
+  }
+  return value
+}
+
+function readHttpUrl(env: Env, name: string): string | undefined {
+  const text = readText(env, name)
+  if (text === undefined) return undefined
+  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, not "${text}".`)
+  }
+  return text
+}
+
+function readDatabaseUrl(env: Env): string | undefined {
+  const text = readText(env, 'DATABASE_URL')
+  if (text === undefined) return undefined
+  if (!URL.canParse(text) || !/^postgres(ql)?:$/.test(new URL(text).protocol)) {
+    // The URL may hold a password: never echo it.
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL.')
+  }
+  return text
+}
+
+function readCorsOrigins(env: Env): '*' | string[] {
+  const text = readText(env, 'CORS_ORIGINS')
+  if (text === undefined || text === '*') return '*'
+  const origins = text.split(',').map((origin) => origin.trim()).filter(Boolean)
+  for (const origin of origins) {
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
+      throw new ConfigError(`CORS_ORIGINS must be "*" or a comma-separated list of origins such as https://example.com, not "${origin}".`)
+    }
+  }
+  return origins
+}
+
+function readLogLevel(env: Env): LogLevel {
+  const text = readText(env, 'LOG_LEVEL') ?? 'info'
+  if (!(LOG_LEVELS as readonly string[]).includes(text)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not "${text}".`)
+  }
+  return text as LogLevel
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '')
+}

@@ -1,0 +1,31 @@
+import postgres from 'postgres'
+
+export type Sql = postgres.Sql
+
+export interface ConnectOptions {
+  max?: number
+  /** How long to wait for a connection before failing (C22); the driver counts whole seconds. */
+  timeoutMs?: number
+  /** Called with every statement sent; tests count statements with it. */
+  onQuery?: (query: string) => void
+}
+
+/**
+ * A postgres.js pool set up the way the service reads: UTC session time zone,
+ * notices ignored, `int8` parsed to a JavaScript number (ids stay far below 2^53).
+ * @example const sql = connectDatabase('postgres://localhost/vitrine')
+ */
+export function connectDatabase(url: string, options: ConnectOptions = {}): Sql {
+  const timeoutSeconds = Math.max(1, Math.ceil((options.timeoutMs ?? 5000) / 1000))
+  return postgres(url, {
+    max: options.max ?? 10,
+    connect_timeout: timeoutSeconds,
+    idle_timeout: 60,
+    onnotice: () => {},
+    connection: { application_name: 'vitrine', TimeZone: 'UTC' },
+    types: {
+      bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) },
+    },
+    debug: options.onQuery ? (_connection, query) => options.onQuery!(query) : undefined,
+  })
+}

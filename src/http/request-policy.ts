@@ -1,0 +1,62 @@
+import { Elysia } from 'elysia'
+import type { Logger } from '../log'
+import { HttpError, INTERNAL_ERROR, isDatabaseUnavailable, serviceUnavailable } from './errors'
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+/** An incoming X-Request-Id is echoed only when it is short and plain (C29). */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/
+
+/** Paths a probe calls every few seconds: logged at debug level only. */
+const QUIET_PATHS = new Set(['/healthz', '/readyz'])
+
+const startedAt = new WeakMap<Request, number>()
+
+/**
+ * What every response gets, errors included: a request id, `nosniff`, JSON
+ * errors `{ "error": … }` (C4, C21, C22), and one log line per request.
+ * @example new Elysia().use(requestPolicy(log))
+ */
+export function requestPolicy(log: Logger) {
+  return new Elysia({ name: 'request-policy' })
+    .onRequest(({ request, set }) => {
+      startedAt.set(request, performance.now())
+      const incoming = request.headers.get('x-request-id')
+      set.headers['x-request-id'] = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
+      set.headers['x-content-type-options'] = 'nosniff'
+    })
+    .onError({ as: 'global' }, ({ code, error, set, request }) => {
+      const failure = toHttpError(code, error)
+      if (failure.status >= 500) {
+        log.error(failure.status === 503 ? 'database unavailable' : 'request failed', {
+          requestId: set.headers['x-request-id'],
+          method: request.method,
+          path: new URL(request.url).pathname,
+          error,
+        })
+      }
+      set.status = failure.status
+      Object.assign(set.headers, failure.headers, { 'content-type': JSON_CONTENT_TYPE })
+      return { error: failure.message }
+    })
+    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
+      const url = new URL(request.url)
+      const fields = {
+        requestId: set.headers['x-request-id'],
+        method: request.method,
+        path: url.pathname,
+        query: url.search.slice(1) || undefined,
+        status: typeof set.status === 'number' ? set.status : 200,
+        ms: Math.round((performance.now() - (startedAt.get(request) ?? performance.now())) * 10) / 10,
+      }
+      if (QUIET_PATHS.has(url.pathname)) log.debug('request', fields)
+      else log.info('request', fields)
+    })
+}
+
+function toHttpError(code: unknown, error: unknown): HttpError {
+  if (error instanceof HttpError) return error
+  if (code === 'NOT_FOUND') return new HttpError(404, 'Not found.')
+  if (isDatabaseUnavailable(error)) return serviceUnavailable()
+  return new HttpError(500, INTERNAL_ERROR)
+}

@@ -1,0 +1,47 @@
+import { createApp } from './app'
+import { runCommand } from './cli/run'
+import { loadConfig } from './config'
+import { connectDatabase } from './db/connect'
+import { migrate, pendingMigrations } from './db/migrate'
+import { resolveDatabase } from './db/open'
+import { seedDemo } from './demo/seed-demo'
+import { createLogger } from './log'
+
+runCommand(async () => {
+  const config = loadConfig(process.env)
+  const log = createLogger(config.logLevel)
+  const target = await resolveDatabase(config, log)
+  const sql = connectDatabase(target.url, { max: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs })
+
+  if (target.embedded) {
+    // The embedded database is this process's own: keep it migrated, and give
+    // a new user something to look at on the very first run.
+    const applied = await migrate(sql)
+    if (applied.length) log.info('migrated the embedded database', { applied })
+    if (target.embedded.created) {
+      const { entries } = await seedDemo(sql)
+      log.info('loaded the demo content', { entries })
+    }
+  } else {
+    const pending = await pendingMigrations(sql).catch(() => [])
+    if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
+  }
+
+  const app = createApp({ sql, config, log }).listen({ port: config.port, hostname: config.host })
+  const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${app.server!.port}`
+  log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
+
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    log.info('shutting down', { signal })
+    await app.stop()
+    await sql.end({ timeout: 5 })
+    await target.embedded?.stop()
+    log.info('stopped')
+    process.exit(0)
+  }
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+})

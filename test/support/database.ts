@@ -1,0 +1,86 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connectDatabase, type Sql } from '../../src/db/connect'
+import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/db/embedded'
+import { migrate } from '../../src/db/migrate'
+
+/**
+ * The PostgreSQL this test run uses: a fresh database on the server named by
+ * TEST_DATABASE_URL when it is set, otherwise an embedded cluster in a
+ * temporary folder. Test files take databases from a migrated template.
+ */
+interface Cluster {
+  /** URL of a database we may connect to for administration. */
+  adminUrl: string
+  admin: Sql
+  embedded?: EmbeddedDatabase
+  dataDir?: string
+  template: string
+  created: string[]
+}
+
+const RUN = `vitrine_test_${process.pid}_${Date.now().toString(36)}`
+let cluster: Cluster | undefined
+let counter = 0
+
+export async function provisionCluster(): Promise<void> {
+  const serverUrl = process.env.TEST_DATABASE_URL
+  let adminUrl: string
+  let embedded: EmbeddedDatabase | undefined
+  let dataDir: string | undefined
+  if (serverUrl) {
+    adminUrl = serverUrl
+  } else {
+    dataDir = await mkdtemp(join(tmpdir(), 'vitrine-test-'))
+    await chmod(dataDir, 0o755)
+    embedded = await startEmbeddedDatabase({ dataDir, preferredPort: 0 })
+    adminUrl = embedded.url
+  }
+  const admin = connectDatabase(adminUrl, { max: 2 })
+  const template = `${RUN}_template`
+  await admin.unsafe(`create database ${template}`)
+  const templateSql = connectDatabase(databaseUrl(adminUrl, template), { max: 1 })
+  await migrate(templateSql)
+  await templateSql.end()
+  cluster = { adminUrl, admin, embedded, dataDir, template, created: [template] }
+}
+
+export async function teardownCluster(): Promise<void> {
+  if (!cluster) return
+  const { admin, created, embedded, dataDir } = cluster
+  for (const name of created.reverse()) {
+    await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {})
+  }
+  await admin.end()
+  await embedded?.stop()
+  if (dataDir) await rm(dataDir, { recursive: true, force: true })
+  cluster = undefined
+}
+
+export interface TestDatabase {
+  url: string
+  sql: Sql
+  name: string
+}
+
+/**
+ * A new database for one test file: migrated (from the template), or empty with `{ migrated: false }`.
+ * @example const db = await createTestDatabase()
+ */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  if (!cluster) throw new Error('The test cluster is not provisioned: is test/support/preload.ts preloaded?')
+  const name = `${RUN}_${++counter}`
+  const template = options.migrated === false ? 'template0' : cluster.template
+  await cluster.admin.unsafe(`create database ${name} template ${template}`)
+  cluster.created.push(name)
+  const url = databaseUrl(cluster.adminUrl, name)
+  return { url, name, sql: connectDatabase(url, { max: 4 }) }
+}
+
+function databaseUrl(base: string, database: string): string {
+  const url = new URL(base)
+  url.pathname = `/${database}`
+  return url.toString()
+}
+

@@ -1,0 +1,62 @@
+import type { Subprocess } from 'bun'
+import { join } from 'node:path'
+
+export const ROOT = join(import.meta.dir, '..', '..')
+
+/** The environment of the test process without anything that points at a database. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !/^(DATABASE_URL|TEST_DATABASE_URL|DATA_DIR|PORT|PG\w*)$/.test(key)) env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+export interface RunningService {
+  url: string
+  process: Subprocess<'ignore', 'pipe', 'pipe'>
+  /** Everything the process printed so far. */
+  output(): string
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+/**
+ * Runs `bun run start` as a user would and waits until it says it is serving.
+ * @example const service = await startService({ DATA_DIR: dir, PORT: '0' })
+ */
+export async function startService(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningService> {
+  const child = Bun.spawn(['bun', 'run', '--silent', 'start'], { cwd: ROOT, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  let text = ''
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+  }
+  void collect(child.stdout)
+  void collect(child.stderr)
+  const deadline = Date.now() + timeoutMs
+  while (!/"url":"(http[^"]+)"/.test(text)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`The service did not start:\n${text}`)
+    }
+    await Bun.sleep(50)
+  }
+  const url = /"url":"(http[^"]+)"/.exec(text)![1]
+  return {
+    url,
+    process: child,
+    output: () => text,
+    stop: async (signal = 'SIGTERM') => {
+      child.kill(signal)
+      return child.exited
+    },
+  }
+}
+
+/** Runs a `bun run …` script to its end. */
+export async function runScript(script: string, env: Record<string, string>) {
+  const child = Bun.spawn(['bun', 'run', '--silent', script], { cwd: ROOT, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  return { stdout, stderr, code }
+}
