@@ -1,6 +1,8 @@
 import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Sql } from './db/connect'
+import { contentRoutes } from './content/routes'
+import { corsPolicy } from './http/cors'
 import { requestPolicy, JSON_CONTENT_TYPE } from './http/request-policy'
 import type { Logger } from './log'
 
@@ -14,13 +16,15 @@ export interface AppDependencies {
  * The whole HTTP service, not listening: `main.ts` serves it, tests call `app.handle(request)`.
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
-export function createApp({ log }: AppDependencies) {
+export function createApp(dependencies: AppDependencies) {
   return new Elysia({ name: 'vitrine', normalize: false })
-    .use(requestPolicy(log))
+    .use(requestPolicy(dependencies.log))
+    .use(corsPolicy(dependencies.config))
     .get('/healthz', ({ set }) => {
       set.headers['content-type'] = JSON_CONTENT_TYPE
       return { status: 'ok' }
     })
+    .use(contentRoutes(dependencies))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -22,6 +22,8 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
     connect_timeout: timeoutSeconds,
     idle_timeout: 60,
     onnotice: () => {},
+    // No extra round trip on connect: the service reads no custom array types.
+    fetch_types: false,
     connection: { application_name: 'vitrine', TimeZone: 'UTC' },
     types: {
       bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) },

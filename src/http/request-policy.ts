@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Logger } from '../log'
-import { HttpError, INTERNAL_ERROR, isDatabaseUnavailable, serviceUnavailable } from './errors'
+import { HttpError, INTERNAL_ERROR, isDatabaseUnavailable, notFound, serviceUnavailable } from './errors'
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
@@ -56,7 +56,13 @@ export function requestPolicy(log: Logger) {
 
 function toHttpError(code: unknown, error: unknown): HttpError {
   if (error instanceof HttpError) return error
-  if (code === 'NOT_FOUND') return new HttpError(404, 'Not found.')
+  if (code === 'NOT_FOUND') return notFound()
+  if (code === 'VALIDATION') {
+    // A path segment that is not valid percent-encoding arrives as null (C20).
+    const part = (error as { type?: string }).type
+    if (part === 'params') return notFound()
+    if (part === 'query') return new HttpError(400, 'The query string is not valid.')
+  }
   if (isDatabaseUnavailable(error)) return serviceUnavailable()
   return new HttpError(500, INTERNAL_ERROR)
 }

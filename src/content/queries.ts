@@ -1,0 +1,231 @@
+import type { PendingQuery, Row } from 'postgres'
+import type { Sql } from '../db/connect'
+
+/** One entry as the statements below return it, before mapping (see map-item.ts). */
+export interface EntryRow {
+  id: number
+  /** Unix seconds, whole. */
+  published_at: number | null
+  created_at: number
+  author: { id: number; name: string } | null
+  /** The selected language's translation, else the default language's (C14). */
+  translation: { title: string | null; slug: string | null; excerpt: string | null; meta_title: string | null; meta_description: string | null } | null
+  image: { path: string; thumbnail: string | null; medium: string | null } | null
+  terms: { id: number; name: string; slug: string }[]
+}
+
+export interface Languages {
+  /** The language in effect: the requested one when configured, else the default (C9). */
+  selected: string | null
+  default: string | null
+}
+
+export interface EntryPage {
+  /** False when `{type}` names no content type (C5). */
+  typeExists: boolean
+  languages: Languages
+  /** Live entries of the type, in every language (C18). */
+  total: number
+  rows: EntryRow[]
+}
+
+export interface EntryMatch {
+  typeExists: boolean
+  languages: Languages
+  row: EntryRow | null
+}
+
+interface ListOptions {
+  type: string
+  lang: string | undefined
+  limit: number
+  offset: number
+}
+
+interface FindOptions {
+  type: string
+  lang: string | undefined
+  slug: string
+}
+
+/**
+ * The list endpoint in one statement: the content type, the language in
+ * effect, the count of live entries and one page of them in list order (C11),
+ * each with its translation, author, image variants and terms.
+ * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 })
+ */
+export async function listLiveEntries(sql: Sql, { type, lang, limit, offset }: ListOptions): Promise<EntryPage> {
+  const [result] = await sql<ResultRow[]>`
+    with ${commonTables(sql, type, lang)},
+    selected_entries as (
+      select e.id
+      from entries e
+      where e.content_type_id = (select id from content_type)
+        and ${isLive(sql)}
+      order by e.published_at desc nulls last, e.id desc
+      limit ${limit}
+      offset ${offset}
+    )
+    select
+      ${resultHeader(sql)},
+      (
+        select count(*)::int
+        from entries e
+        where e.content_type_id = (select id from content_type)
+          and ${isLive(sql)}
+      ) as total,
+      ${entryRows(sql)} as rows
+  `
+  return { typeExists: result.type_exists, languages: languagesOf(result), total: result.total, rows: result.rows }
+}
+
+/**
+ * The single-entry endpoint in one statement (C19): the live entry of the type
+ * whose translation in the selected language has this slug; failing that, one
+ * with no translation in that language whose default-language slug matches.
+ * The lowest id wins a tie.
+ * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
+ */
+export async function findLiveEntryBySlug(sql: Sql, { type, lang, slug }: FindOptions): Promise<EntryMatch> {
+  const [result] = await sql<ResultRow[]>`
+    with ${commonTables(sql, type, lang)},
+    selected_entries as (
+      select id
+      from (
+        (
+          select e.id, 0 as preference
+          from entry_translations t
+          join entries e on e.id = t.entry_id
+          where t.language_code = (select selected from language)
+            and t.slug = ${slug}
+            and e.content_type_id = (select id from content_type)
+            and ${isLive(sql)}
+          order by e.id
+          limit 1
+        )
+        union all
+        (
+          select e.id, 1 as preference
+          from entry_translations t
+          join entries e on e.id = t.entry_id
+          where t.language_code = (select fallback from language)
+            and t.slug = ${slug}
+            and e.content_type_id = (select id from content_type)
+            and ${isLive(sql)}
+            and not exists (
+              select 1
+              from entry_translations selected_translation
+              where selected_translation.entry_id = e.id
+                and selected_translation.language_code = (select selected from language)
+            )
+          order by e.id
+          limit 1
+        )
+      ) candidates
+      order by preference
+      limit 1
+    )
+    select
+      ${resultHeader(sql)},
+      0 as total,
+      ${entryRows(sql)} as rows
+  `
+  return { typeExists: result.type_exists, languages: languagesOf(result), row: result.rows[0] ?? null }
+}
+
+interface ResultRow extends Row {
+  type_exists: boolean
+  selected_language: string | null
+  default_language: string | null
+  total: number
+  rows: EntryRow[]
+}
+
+function languagesOf(result: ResultRow): Languages {
+  return { selected: result.selected_language, default: result.default_language }
+}
+
+/** C1: published, and its publication time (if any) has come. */
+function isLive(sql: Sql): PendingQuery<Row[]> {
+  return sql`e.status = 'published' and (e.published_at is null or e.published_at <= now())`
+}
+
+function commonTables(sql: Sql, type: string, lang: string | undefined): PendingQuery<Row[]> {
+  return sql`
+    content_type as (
+      select id
+      from content_types
+      where slug = ${type}
+    ),
+    language as (
+      select
+        coalesce(max(code) filter (where code = ${lang ?? null}), max(code) filter (where is_default)) as selected,
+        max(code) filter (where is_default) as fallback
+      from languages
+    )
+  `
+}
+
+function resultHeader(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    exists (select 1 from content_type) as type_exists,
+    (select selected from language) as selected_language,
+    (select fallback from language) as default_language
+  `
+}
+
+/** The entries of `selected_entries` as a JSON array of EntryRow, in list order. */
+function entryRows(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    (
+      select coalesce(
+        json_agg(
+          json_build_object(
+            'id', e.id,
+            'published_at', floor(extract(epoch from e.published_at))::bigint,
+            'created_at', floor(extract(epoch from e.created_at))::bigint,
+            'author', case when a.id is null then null else json_build_object('id', a.id, 'name', a.name) end,
+            'translation', translation.value,
+            'image', case when m.id is null then null else json_build_object(
+              'path', m.path,
+              'thumbnail', thumbnail.path,
+              'medium', medium.path
+            ) end,
+            'terms', entry_terms.value
+          )
+          order by e.published_at desc nulls last, e.id desc
+        ),
+        '[]'::json
+      )
+      from selected_entries s
+      join entries e on e.id = s.id
+      left join authors a on a.id = e.author_id
+      left join media m on m.id = e.featured_image_id
+      left join media_variants thumbnail on thumbnail.media_id = m.id and thumbnail.name = 'thumbnail'
+      left join media_variants medium on medium.media_id = m.id and medium.name = 'medium'
+      left join lateral (
+        select json_build_object(
+          'title', t.title,
+          'slug', t.slug,
+          'excerpt', t.excerpt,
+          'meta_title', t.meta_title,
+          'meta_description', t.meta_description
+        ) as value
+        from entry_translations t
+        where t.entry_id = e.id
+          and t.language_code in ((select selected from language), (select fallback from language))
+        order by t.language_code = (select selected from language) desc
+        limit 1
+      ) translation on true
+      cross join lateral (
+        select coalesce(
+          json_agg(json_build_object('id', term.id, 'name', term.name, 'slug', term.slug) order by et.position, term.id),
+          '[]'::json
+        ) as value
+        from entry_terms et
+        join terms term on term.id = et.term_id
+        where et.entry_id = e.id
+      ) entry_terms
+    )
+  `
+}
