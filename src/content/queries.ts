@@ -45,7 +45,8 @@ interface ListOptions {
 interface FindOptions {
   type: string
   lang: string | undefined
-  slug: string
+  /** null matches no entry. */
+  slug: string | null
 }
 
 /**

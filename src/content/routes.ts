@@ -44,7 +44,9 @@ export function contentRoutes({ sql, config }: AppDependencies) {
     .get(
       SHOW_PATH,
       async ({ params, query, set }) => {
-        const result = await findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug: params.slug })
+        // C20: a slug holding "/" (sent as %2F) matches nothing, but the type is still checked first (C5).
+        const slug = params.slug.includes('/') ? null : params.slug
+        const result = await findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug })
         if (!result.typeExists) throw contentTypeNotFound()
         if (result.row === null) throw notFound()
         set.headers['content-type'] = JSON_CONTENT_TYPE
