@@ -35,14 +35,14 @@ export interface EntryMatch {
   row: EntryRow | null
 }
 
-interface ListOptions {
+export interface ListOptions {
   type: string
   lang: string | undefined
   limit: number
   offset: number
 }
 
-interface FindOptions {
+export interface FindOptions {
   type: string
   lang: string | undefined
   /** null matches no entry. */
@@ -55,8 +55,14 @@ interface FindOptions {
  * each with its translation, author, image variants and terms.
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 })
  */
-export async function listLiveEntries(sql: Sql, { type, lang, limit, offset }: ListOptions): Promise<EntryPage> {
-  const [result] = await sql<ResultRow[]>`
+export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
+  const [result] = await listStatement(sql, options)
+  return { typeExists: result.type_exists, languages: languagesOf(result), total: result.total, rows: result.rows }
+}
+
+/** The statement of `listLiveEntries`, not yet sent (the benchmark explains it). */
+export function listStatement(sql: Sql, { type, lang, limit, offset }: ListOptions): PendingQuery<ResultRow[]> {
+  return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
     selected_entries as (
       select e.id
@@ -77,7 +83,6 @@ export async function listLiveEntries(sql: Sql, { type, lang, limit, offset }: L
       ) as total,
       ${entryRows(sql)} as rows
   `
-  return { typeExists: result.type_exists, languages: languagesOf(result), total: result.total, rows: result.rows }
 }
 
 /**
@@ -87,8 +92,14 @@ export async function listLiveEntries(sql: Sql, { type, lang, limit, offset }: L
  * The lowest id wins a tie.
  * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
  */
-export async function findLiveEntryBySlug(sql: Sql, { type, lang, slug }: FindOptions): Promise<EntryMatch> {
-  const [result] = await sql<ResultRow[]>`
+export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
+  const [result] = await findStatement(sql, options)
+  return { typeExists: result.type_exists, languages: languagesOf(result), row: result.rows[0] ?? null }
+}
+
+/** The statement of `findLiveEntryBySlug`, not yet sent. */
+export function findStatement(sql: Sql, { type, lang, slug }: FindOptions): PendingQuery<ResultRow[]> {
+  return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
     selected_entries as (
       select id
@@ -131,10 +142,9 @@ export async function findLiveEntryBySlug(sql: Sql, { type, lang, slug }: FindOp
       0 as total,
       ${entryRows(sql)} as rows
   `
-  return { typeExists: result.type_exists, languages: languagesOf(result), row: result.rows[0] ?? null }
 }
 
-interface ResultRow extends Row {
+export interface ResultRow extends Row {
   type_exists: boolean
   selected_language: string | null
   default_language: string | null

@@ -1,0 +1,183 @@
+/**
+ * `bun run bench`: builds a database of 100 000 entries, starts the service,
+ * drives it over real HTTP (wrk when installed, else autocannon) at 32
+ * connections, and compares each case with its ceiling: the same statement
+ * sent straight through postgres.js at the same concurrency, without HTTP.
+ *
+ * DATABASE_URL: the server to build the `vitrine_bench` database on (it is
+ * dropped and made again); unset: the embedded PostgreSQL under DATA_DIR.
+ * BENCH_SECONDS (default 10): the length of each measurement.
+ */
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { connectDatabase, type Sql } from '../src/db/connect'
+import { migrate } from '../src/db/migrate'
+import { resolveDatabase } from '../src/db/open'
+import { findStatement, listStatement } from '../src/content/queries'
+import { createLogger } from '../src/log'
+
+const ROOT = join(import.meta.dir, '..')
+const CONNECTIONS = 32
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const log = createLogger('warn')
+
+interface Case {
+  name: string
+  path: string
+  statement: (sql: Sql) => Promise<unknown>
+}
+
+const CASES: Case[] = [
+  { name: 'list page 1', path: '/api/v1/content/post', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 20, offset: 0 }) },
+  { name: 'list per_page=100', path: '/api/v1/content/post?per_page=100', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 100, offset: 0 }) },
+  { name: 'list page 2000', path: '/api/v1/content/post?page=2000', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 20, offset: 39_980 }) },
+  { name: 'list lang=fr', path: '/api/v1/content/post?lang=fr', statement: (sql) => listStatement(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 }) },
+  { name: 'single entry by slug', path: '/api/v1/content/post/entree-1004?lang=fr', statement: (sql) => findStatement(sql, { type: 'post', lang: 'fr', slug: 'entree-1004' }) },
+]
+
+interface Measure {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+}
+
+const target = await resolveDatabase(config, log)
+const admin = connectDatabase(target.url, { max: 1 })
+const benchUrl = withDatabase(target.url, 'vitrine_bench')
+let server: ReturnType<typeof Bun.spawn> | undefined
+try {
+  console.log('Building vitrine_bench: 100 000 entries …')
+  const started = performance.now()
+  await admin.unsafe('drop database if exists vitrine_bench with (force)')
+  await admin.unsafe('create database vitrine_bench')
+  const sql = connectDatabase(benchUrl, { max: config.databasePoolMax })
+  await migrate(sql)
+  await sql.unsafe(await readFile(join(import.meta.dir, 'large-dataset.sql'), 'utf8'))
+  await sql.unsafe('vacuum analyze')
+  console.log(`Built in ${((performance.now() - started) / 1000).toFixed(1)} s.\n`)
+
+  await explainPlans(sql)
+
+  const port = 30_000 + Math.floor(Math.random() * 20_000)
+  server = Bun.spawn(['bun', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
+  const base = `http://127.0.0.1:${port}`
+  await waitForHealth(base)
+
+  const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+  console.log(`Load: ${tool}, ${CONNECTIONS} connections, ${SECONDS} s a case; ceiling: postgres.js, ${CONNECTIONS} concurrent loops, pool of ${config.databasePoolMax}.\n`)
+  const rows: string[] = []
+  for (const benchCase of CASES) {
+    await load(tool, base + benchCase.path, 2) // warm up
+    resetPeakRss(server.pid)
+    const service = await load(tool, base + benchCase.path, SECONDS)
+    const rss = peakRssMb(server.pid)
+    const ceiling = await ceilingOf(sql, benchCase)
+    rows.push(
+      `| ${benchCase.name} | ${service.rps.toFixed(0)} | ${service.p50.toFixed(1)} | ${service.p99.toFixed(1)} | ${service.errors} | ${rss} | ${ceiling.toFixed(0)} | ${(service.rps / ceiling).toFixed(2)} |`,
+    )
+    console.log(rows.at(-1))
+  }
+  const table = [
+    '| case | req/s | p50 ms | p99 ms | errors | peak RSS MB | ceiling stmt/s | service/ceiling |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
+  ].join('\n')
+  console.log(`\n${table}\n`)
+  await writeFile(join(ROOT, 'bench', 'last-run.md'), `${table}\n`)
+  await sql.end()
+} finally {
+  server?.kill('SIGTERM')
+  await server?.exited
+  await admin.end()
+  await target.embedded?.stop()
+}
+
+async function explainPlans(sql: Sql) {
+  const plans: [string, Case['statement']][] = [
+    ['list page 1', CASES[0].statement],
+    ['list page 2000', CASES[2].statement],
+    ['single entry by slug', CASES[4].statement],
+  ]
+  for (const [name, statement] of plans) {
+    const rows = await sql`explain (analyze, buffers, format text) ${statement(sql) as never}`
+    const lines = rows.map((row) => row['QUERY PLAN'] as string)
+    const seqScans = lines.filter((line) => /Seq Scan on entries\b/.test(line))
+    console.log(`EXPLAIN ANALYZE ${name}: ${lines[0].trim()}`)
+    console.log(`  ${lines.filter((line) => /Execution Time|Planning Time/.test(line)).map((line) => line.trim()).join('; ')}`)
+    console.log(`  sequential scans of entries: ${seqScans.length}`)
+  }
+  console.log()
+}
+
+async function load(tool: string, url: string, seconds: number): Promise<Measure> {
+  if (tool === 'wrk') {
+    const run = Bun.spawn(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', url], { stdout: 'pipe' })
+    const text = await new Response(run.stdout).text()
+    const ms = (label: string) => {
+      const match = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(text)
+      if (!match) return NaN
+      return Number(match[1]) * (match[2] === 'us' ? 0.001 : match[2] === 's' ? 1000 : 1)
+    }
+    const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0)
+    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text)
+    const socketErrors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
+    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? 0), p50: ms('50'), p99: ms('99'), errors: non2xx + socketErrors }
+  }
+  const run = Bun.spawn(['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '--json', url], { stdout: 'pipe', stderr: 'ignore' })
+  const result = JSON.parse(await new Response(run.stdout).text())
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx + result.timeouts }
+}
+
+/** The same statement, sent by CONNECTIONS concurrent loops for SECONDS: statements a second. */
+async function ceilingOf(sql: Sql, benchCase: Case): Promise<number> {
+  let count = 0
+  const deadline = performance.now() + SECONDS * 1000
+  const loop = async () => {
+    while (performance.now() < deadline) {
+      await benchCase.statement(sql)
+      count++
+    }
+  }
+  const started = performance.now()
+  await Promise.all(Array.from({ length: CONNECTIONS }, loop))
+  return count / ((performance.now() - started) / 1000)
+}
+
+async function waitForHealth(base: string) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return
+    } catch {}
+    await Bun.sleep(100)
+  }
+  throw new Error('The service did not come up.')
+}
+
+function resetPeakRss(pid: number) {
+  try {
+    require('node:fs').writeFileSync(`/proc/${pid}/clear_refs`, '5')
+  } catch {}
+}
+
+function peakRssMb(pid: number): string {
+  try {
+    const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string
+    return (Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024).toFixed(0)
+  } catch {
+    return '?'
+  }
+}
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url)
+  parsed.pathname = `/${database}`
+  return parsed.toString()
+}
