@@ -3,13 +3,17 @@ import type { Config } from './config'
 import type { Sql } from './db/connect'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
-import { requestPolicy, JSON_CONTENT_TYPE } from './http/request-policy'
+import { jsonResponse } from './http/json-response'
+import { requestPolicy } from './http/request-policy'
+import { FilterRegistry } from './hooks/registry'
 import type { Logger } from './log'
 
 export interface AppDependencies {
   sql: Sql
   config: Config
   log: Logger
+  /** The filter hook's callbacks; none by default. */
+  filters?: FilterRegistry
 }
 
 /**
@@ -20,10 +24,7 @@ export function createApp(dependencies: AppDependencies) {
   return new Elysia({ name: 'vitrine', normalize: false })
     .use(requestPolicy(dependencies.log))
     .use(corsPolicy(dependencies.config))
-    .get('/healthz', ({ set }) => {
-      set.headers['content-type'] = JSON_CONTENT_TYPE
-      return { status: 'ok' }
-    })
+    .get('/healthz', () => jsonResponse({ status: 'ok' }))
     .use(contentRoutes(dependencies))
 }
 

@@ -2,6 +2,8 @@
  * The service's settings, read from the environment once at start and checked
  * there. Nothing else in the code base reads `process.env`.
  */
+import { join } from 'node:path'
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 
 export interface Config {
@@ -20,6 +22,8 @@ export interface Config {
   corsOrigins: '*' | string[]
   logLevel: LogLevel
   hookTimeoutMs: number
+  /** Every `*.ts` file directly in it is an extension, loaded at start. */
+  extensionsDir: string
   shutdownGraceMs: number
 }
 
@@ -50,6 +54,7 @@ export function loadConfig(env: Env): Config {
     corsOrigins: readCorsOrigins(env),
     logLevel: readLogLevel(env),
     hookTimeoutMs: readInteger(env, 'HOOK_TIMEOUT_MS', 1000, 1, 600_000),
+    extensionsDir: readText(env, 'EXTENSIONS_DIR') ?? join(import.meta.dir, 'hooks', 'extensions'),
     shutdownGraceMs: readInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   }
 }

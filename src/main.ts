@@ -5,11 +5,15 @@ import { connectDatabase } from './db/connect'
 import { migrate, pendingMigrations } from './db/migrate'
 import { resolveDatabase } from './db/open'
 import { seedDemo } from './demo/seed-demo'
+import { loadExtensions } from './hooks/loader'
 import { createLogger } from './log'
 
 runCommand(async () => {
   const config = loadConfig(process.env)
   const log = createLogger(config.logLevel)
+  // Extensions first: one that fails to load stops the start before anything else is set up.
+  const { registry: filters, files } = await loadExtensions(config.extensionsDir)
+  if (files.length) log.info('loaded extensions', { files })
   const target = await resolveDatabase(config, log)
   const sql = connectDatabase(target.url, { max: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs })
 
@@ -27,9 +31,12 @@ runCommand(async () => {
     if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
   }
 
-  const app = createApp({ sql, config, log }).listen({ port: config.port, hostname: config.host })
+  const app = createApp({ sql, config, log, filters }).listen({ port: config.port, hostname: config.host })
   const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${app.server!.port}`
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
+
+  // Code of an extension that forgets a promise must not bring the service down.
+  process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
 
   let stopping = false
   const shutdown = async (signal: string) => {

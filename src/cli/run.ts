@@ -1,9 +1,10 @@
 import { ConfigError } from '../config'
 import { EmbeddedDatabaseError } from '../db/embedded'
 import { NotEmptyError } from '../demo/seed-demo'
+import { ExtensionLoadError } from '../hooks/loader'
 
 /** Expected failures a person can act on: one line, no stack trace. */
-const EXPECTED = [ConfigError, EmbeddedDatabaseError, NotEmptyError]
+const EXPECTED = [ConfigError, EmbeddedDatabaseError, NotEmptyError, ExtensionLoadError]
 
 /**
  * Runs a command-line entry point: an expected failure prints its one-line

@@ -12,6 +12,28 @@ export interface EntryRow {
   translation: { title: string | null; slug: string | null; excerpt: string | null; meta_title: string | null; meta_description: string | null } | null
   image: { path: string; thumbnail: string | null; medium: string | null } | null
   terms: { id: number; name: string; slug: string }[]
+  /** Only when the statement was asked for models (see hooks/model.ts). */
+  model?: EntryModelRow
+}
+
+/** What the filter hook's model is built from: the relations of C25. */
+export interface EntryModelRow {
+  content_type: { id: number; slug: string; name: string }
+  updated_at: number
+  author_id: number | null
+  featured_image_id: number | null
+  translations: {
+    language_code: string
+    title: string | null
+    slug: string | null
+    excerpt: string | null
+    meta_title: string | null
+    meta_description: string | null
+    body: string | null
+  }[]
+  terms: { id: number; name: string; slug: string; position: number; taxonomy: { id: number; slug: string; name: string } }[]
+  image: { id: number; path: string; alt: string | null; variants: { name: string; path: string }[] } | null
+  field_values: { id: number; custom_field_id: number; key: string; type: string; language_code: string | null; value: unknown }[]
 }
 
 export interface Languages {
@@ -36,6 +58,8 @@ export interface EntryMatch {
 }
 
 export interface ListOptions {
+  /** Also load each entry's full model for the filter hook (C25). */
+  withModel?: boolean
   type: string
   lang: string | undefined
   limit: number
@@ -43,6 +67,7 @@ export interface ListOptions {
 }
 
 export interface FindOptions {
+  withModel?: boolean
   type: string
   lang: string | undefined
   /** null matches no entry. */
@@ -61,7 +86,7 @@ export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<E
 }
 
 /** The statement of `listLiveEntries`, not yet sent (the benchmark explains it). */
-export function listStatement(sql: Sql, { type, lang, limit, offset }: ListOptions): PendingQuery<ResultRow[]> {
+export function listStatement(sql: Sql, { type, lang, limit, offset, withModel = false }: ListOptions): PendingQuery<ResultRow[]> {
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
     selected_entries as (
@@ -81,7 +106,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset }: ListOptio
         where e.content_type_id = (select id from content_type)
           and ${isLive(sql)}
       ) as total,
-      ${entryRows(sql)} as rows
+      ${entryRows(sql, withModel)} as rows
   `
 }
 
@@ -98,7 +123,7 @@ export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promi
 }
 
 /** The statement of `findLiveEntryBySlug`, not yet sent. */
-export function findStatement(sql: Sql, { type, lang, slug }: FindOptions): PendingQuery<ResultRow[]> {
+export function findStatement(sql: Sql, { type, lang, slug, withModel = false }: FindOptions): PendingQuery<ResultRow[]> {
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
     selected_entries as (
@@ -140,7 +165,7 @@ export function findStatement(sql: Sql, { type, lang, slug }: FindOptions): Pend
     select
       ${resultHeader(sql)},
       0 as total,
-      ${entryRows(sql)} as rows
+      ${entryRows(sql, withModel)} as rows
   `
 }
 
@@ -186,7 +211,7 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
 }
 
 /** The entries of `selected_entries` as a JSON array of EntryRow, in list order. */
-function entryRows(sql: Sql): PendingQuery<Row[]> {
+function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
   return sql`
     (
       select coalesce(
@@ -203,6 +228,7 @@ function entryRows(sql: Sql): PendingQuery<Row[]> {
               'medium', medium.path
             ) end,
             'terms', entry_terms.value
+            ${withModel ? sql`, 'model', ${entryModel(sql)}` : sql``}
           )
           order by e.published_at desc nulls last, e.id desc
         ),
@@ -237,6 +263,89 @@ function entryRows(sql: Sql): PendingQuery<Row[]> {
         join terms term on term.id = et.term_id
         where et.entry_id = e.id
       ) entry_terms
+    )
+  `
+}
+
+/** An entry's relations for the filter hook (C25), as EntryModelRow; `e` and `m` are in scope. */
+function entryModel(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    json_build_object(
+      'content_type', (
+        select json_build_object('id', ct.id, 'slug', ct.slug, 'name', ct.name)
+        from content_types ct
+        where ct.id = e.content_type_id
+      ),
+      'updated_at', floor(extract(epoch from e.updated_at))::bigint,
+      'author_id', e.author_id,
+      'featured_image_id', e.featured_image_id,
+      'translations', (
+        select coalesce(
+          json_agg(
+            json_build_object(
+              'language_code', t.language_code,
+              'title', t.title,
+              'slug', t.slug,
+              'excerpt', t.excerpt,
+              'meta_title', t.meta_title,
+              'meta_description', t.meta_description,
+              'body', t.body
+            )
+            order by t.language_code
+          ),
+          '[]'::json
+        )
+        from entry_translations t
+        where t.entry_id = e.id
+      ),
+      'terms', (
+        select coalesce(
+          json_agg(
+            json_build_object(
+              'id', term.id,
+              'name', term.name,
+              'slug', term.slug,
+              'position', et.position,
+              'taxonomy', json_build_object('id', tx.id, 'slug', tx.slug, 'name', tx.name)
+            )
+            order by et.position, term.id
+          ),
+          '[]'::json
+        )
+        from entry_terms et
+        join terms term on term.id = et.term_id
+        join taxonomies tx on tx.id = term.taxonomy_id
+        where et.entry_id = e.id
+      ),
+      'image', case when m.id is null then null else json_build_object(
+        'id', m.id,
+        'path', m.path,
+        'alt', m.alt,
+        'variants', (
+          select coalesce(json_agg(json_build_object('name', v.name, 'path', v.path) order by v.name), '[]'::json)
+          from media_variants v
+          where v.media_id = m.id
+        )
+      ) end,
+      'field_values', (
+        select coalesce(
+          json_agg(
+            json_build_object(
+              'id', fv.id,
+              'custom_field_id', fv.custom_field_id,
+              'key', cf.key,
+              'type', cf.type,
+              'language_code', fv.language_code,
+              'value', fv.value
+            )
+            order by cf.key, fv.language_code nulls first, fv.id
+          ),
+          '[]'::json
+        )
+        from field_values fv
+        join custom_fields cf on cf.id = fv.custom_field_id
+        where fv.entry_id = e.id
+      )
     )
   `
 }

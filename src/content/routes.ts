@@ -1,11 +1,16 @@
 import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import { contentTypeNotFound, methodNotAllowed, notFound } from '../http/errors'
-import { JSON_CONTENT_TYPE } from '../http/request-policy'
+import { jsonResponse } from '../http/json-response'
+import { applyItemFilters } from '../hooks/apply-item-filters'
+import { createFilterContext } from '../hooks/context'
+import type { FilterContext } from '../hooks/extension'
+import { toEntryModel } from '../hooks/model'
+import { FilterRegistry } from '../hooks/registry'
 import { toItem } from './map-item'
 import { readPagination } from './parameters'
-import { findLiveEntryBySlug, listLiveEntries } from './queries'
-import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowResponse, TypeParams } from './schemas'
+import { findLiveEntryBySlug, listLiveEntries, type EntryRow, type Languages } from './queries'
+import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowResponse, TypeParams, type Item } from './schemas'
 
 const LIST_PATH = '/api/v1/content/:type'
 const SHOW_PATH = '/api/v1/content/:type/:slug'
@@ -13,26 +18,39 @@ const ALLOW = 'GET, HEAD, OPTIONS'
 
 /**
  * The content API: `GET /api/v1/content/{type}` and `GET /api/v1/content/{type}/{slug}`.
- * Each request reads top to bottom: parameters → one statement → map → respond.
+ * Each request reads top to bottom: parameters → one statement → map → filter chain → respond.
  */
-export function contentRoutes({ sql, config }: AppDependencies) {
+export function contentRoutes({ sql, config, filters = new FilterRegistry() }: AppDependencies) {
+  /** The hook's place: after mapping, before the response (C24–C31). With no callback it costs nothing (C28). */
+  async function filterItems(request: Request, headers: Record<string, unknown>, route: FilterContext['route'], languages: Languages, rows: EntryRow[]): Promise<(Item | null)[]> {
+    const items = rows.map((row) => toItem(row, config.mediaBaseUrl))
+    if (filters.isEmpty) return items
+    const { context, headersRead } = createFilterContext(request, languages.selected ?? '', languages.default ?? '', route)
+    const models = rows.map((row) => toEntryModel(row, config.mediaBaseUrl))
+    const filtered = await applyItemFilters(filters, items, models, context, config.hookTimeoutMs)
+    if (headersRead.size) headers.vary = appendVary(headers.vary, headersRead)
+    // The schema documents the default shape; extensions may have reshaped it (service.md §6).
+    return filtered as (Item | null)[]
+  }
+
   return new Elysia({ name: 'content-routes' })
     .get(
       LIST_PATH,
-      async ({ params, query, set }) => {
+      async ({ params, query, request, set }) => {
         const { page, perPage } = readPagination(query)
-        const result = await listLiveEntries(sql, { type: params.type, lang: query.lang, limit: perPage, offset: Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER) })
+        const offset = Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER)
+        const result = await listLiveEntries(sql, { type: params.type, lang: query.lang, limit: perPage, offset, withModel: !filters.isEmpty })
         if (!result.typeExists) throw contentTypeNotFound()
-        set.headers['content-type'] = JSON_CONTENT_TYPE
-        return {
-          data: result.rows.map((row) => toItem(row, config.mediaBaseUrl)),
+        const data = await filterItems(request, set.headers, 'service.api.content.index', result.languages, result.rows)
+        return jsonResponse<typeof ListResponse.static>({
+          data,
           meta: {
             current_page: page,
             last_page: Math.max(1, Math.ceil(result.total / perPage)),
             per_page: perPage,
             total: result.total,
           },
-        }
+        })
       },
       {
         params: TypeParams,
@@ -43,14 +61,14 @@ export function contentRoutes({ sql, config }: AppDependencies) {
     )
     .get(
       SHOW_PATH,
-      async ({ params, query, set }) => {
+      async ({ params, query, request, set }) => {
         // C20: a slug holding "/" (sent as %2F) matches nothing, but the type is still checked first (C5).
         const slug = params.slug.includes('/') ? null : params.slug
-        const result = await findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug })
+        const result = await findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug, withModel: !filters.isEmpty })
         if (!result.typeExists) throw contentTypeNotFound()
         if (result.row === null) throw notFound()
-        set.headers['content-type'] = JSON_CONTENT_TYPE
-        return { data: toItem(result.row, config.mediaBaseUrl) }
+        const [data] = await filterItems(request, set.headers, 'service.api.content.show', result.languages, [result.row])
+        return jsonResponse<typeof ShowResponse.static>({ data })
       },
       {
         params: EntryParams,
@@ -66,4 +84,11 @@ export function contentRoutes({ sql, config }: AppDependencies) {
 /** C3: any method but GET, HEAD and OPTIONS on an API path. */
 function rejectMethod(request: Request): never {
   throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOW)
+}
+
+/** C30: adds the headers read by callbacks to whatever Vary already holds (CORS may have set Origin). */
+function appendVary(current: unknown, names: Set<string>): string {
+  const present = typeof current === 'string' && current ? current.split(',').map((name) => name.trim()) : []
+  const lower = new Set(present.map((name) => name.toLowerCase()))
+  return [...present, ...[...names].filter((name) => !lower.has(name))].join(', ')
 }

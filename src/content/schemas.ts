@@ -39,9 +39,6 @@ export const Item = t.Object(
 )
 export type Item = typeof Item.static
 
-/** What a filter callback may turn an item into: still an object, or null (C26). */
-const FilteredItem = t.Nullable(t.Record(t.String(), t.Unknown()))
-
 export const ListMeta = t.Object({
   current_page: t.Integer({ minimum: 1 }),
   last_page: t.Integer({ minimum: 1 }),
@@ -49,8 +46,9 @@ export const ListMeta = t.Object({
   total: t.Integer({ minimum: 0 }),
 })
 
-export const ListResponse = t.Object({ data: t.Array(FilteredItem), meta: ListMeta })
-export const ShowResponse = t.Object({ data: FilteredItem })
+// An item is null when a filter callback made it so (C26).
+export const ListResponse = t.Object({ data: t.Array(t.Nullable(Item)), meta: ListMeta })
+export const ShowResponse = t.Object({ data: t.Nullable(Item) })
 export const ErrorResponse = t.Object({ error: t.String() })
 
 export const TypeParams = t.Object({ type: t.String({ description: 'A content type slug: page, post, or a custom type.' }) })

@@ -1,8 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Logger } from '../log'
+import { JSON_CONTENT_TYPE } from './json-response'
 import { HttpError, INTERNAL_ERROR, isDatabaseUnavailable, notFound, serviceUnavailable } from './errors'
-
-export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 /** An incoming X-Request-Id is echoed only when it is short and plain (C29). */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/

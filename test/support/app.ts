@@ -1,6 +1,7 @@
 import { createApp } from '../../src/app'
 import { loadConfig, type Config } from '../../src/config'
 import { connectDatabase, type Sql } from '../../src/db/connect'
+import { FilterRegistry } from '../../src/hooks/registry'
 import { createLogger, type Logger } from '../../src/log'
 
 export interface TestApp {
@@ -25,13 +26,13 @@ export interface TestResponse {
  * The app over a test database, called in process through `app.handle`.
  * @example const api = testApp(db.url, { MEDIA_BASE_URL: 'https://cdn.example.com' })
  */
-export function testApp(databaseUrl: string, env: Record<string, string> = {}): TestApp {
+export function testApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry()): TestApp {
   const config = loadConfig({ DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
   const statements: string[] = []
   const logs: string[] = []
   const sql = connectDatabase(databaseUrl, { max: 4, timeoutMs: config.databaseTimeoutMs, onQuery: (query) => statements.push(query) })
   const log: Logger = createLogger(config.logLevel, (line) => logs.push(line))
-  const app = createApp({ sql, config, log })
+  const app = createApp({ sql, config, log, filters })
   return {
     app,
     sql,

@@ -1,0 +1,75 @@
+import { Item } from '../content/schemas'
+import type { EntryModel, FilterContext, ItemData } from './extension'
+import type { FilterRegistry, RegisteredFilter } from './registry'
+
+/** A filter callback failed: the request fails closed (C23, C26, C31). The message names the extension. */
+export class FilterError extends Error {
+  constructor(filter: RegisteredFilter, problem: string, options?: { cause?: unknown }) {
+    super(`The filter callback ${filter.callback.name || '(anonymous)'} from ${filter.source} ${problem}`, options)
+    this.name = 'FilterError'
+  }
+}
+
+const DEFAULT_KEYS = Object.keys(Item.properties)
+
+/**
+ * Runs every registered callback over every item, in priority order; each
+ * gets the previous one's result (C24). Items run side by side; the callbacks
+ * of one item never do. A `null` ends that item's chain: the item is null (C26).
+ * @example const data = await applyItemFilters(registry, items, models, context, 1000)
+ */
+export async function applyItemFilters(
+  registry: FilterRegistry,
+  items: Item[],
+  models: EntryModel[],
+  context: FilterContext,
+  timeoutMs: number,
+): Promise<(ItemData | null)[]> {
+  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models[index], context, timeoutMs)))
+}
+
+async function filterOne(
+  filters: readonly RegisteredFilter[],
+  item: Item,
+  model: EntryModel,
+  context: FilterContext,
+  timeoutMs: number,
+): Promise<ItemData | null> {
+  let data: ItemData = item
+  for (const filter of filters) {
+    let result: unknown
+    try {
+      result = filter.callback(data, model, context)
+      if (result instanceof Promise) result = await settleWithin(result, timeoutMs, filter)
+    } catch (error) {
+      throw error instanceof FilterError ? error : new FilterError(filter, `threw: ${describe(error)}`, { cause: error })
+    }
+    if (result === null) return null
+    if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')
+    if (typeof result !== 'object' || Array.isArray(result)) throw new FilterError(filter, `returned ${Array.isArray(result) ? 'an array' : typeof result}, not the item object.`)
+    data = result as ItemData
+  }
+  return withDefaultKeysFirst(data)
+}
+
+/** C27: fields a callback adds come after the default fields, whatever the order it built them in. */
+function withDefaultKeysFirst(data: ItemData): ItemData {
+  const ordered: ItemData = {}
+  for (const key of DEFAULT_KEYS) if (key in data) ordered[key] = data[key]
+  for (const key of Object.keys(data)) if (!(key in ordered)) ordered[key] = data[key]
+  return ordered
+}
+
+function settleWithin(promise: Promise<unknown>, timeoutMs: number, filter: RegisteredFilter): Promise<unknown> {
+  // A callback that settles after its time is up must not become an unhandled rejection.
+  promise.catch(() => {})
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new FilterError(filter, `did not settle within ${timeoutMs} ms (HOOK_TIMEOUT_MS).`)), timeoutMs)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

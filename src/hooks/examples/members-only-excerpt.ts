@@ -1,0 +1,14 @@
+import { defineExtension } from '../extension'
+
+/**
+ * Removes `excerpt` unless the request carries an `X-Member` header. Reading
+ * the header through the context adds `Vary: x-member` to the response, so a
+ * shared cache keeps the two variants apart.
+ */
+export default defineExtension(({ addFilter }) => {
+  addFilter('service/api/content-item', (data, _content, context) => {
+    if (context.request.headers.has('x-member')) return data
+    const { excerpt: _excerpt, ...rest } = data
+    return rest
+  })
+})

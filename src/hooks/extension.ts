@@ -1,0 +1,124 @@
+/**
+ * What an extension author works with: the types of the filter hook
+ * `service/api/content-item` (service.md §6, contract C24–C31) and
+ * `defineExtension`. Extensions live in `src/hooks/extensions/*.ts`.
+ */
+import type { Item } from '../content/schemas'
+
+/** The name of the one filter hook. */
+export const CONTENT_ITEM_HOOK = 'service/api/content-item'
+export type HookName = typeof CONTENT_ITEM_HOOK
+
+/**
+ * Argument 1: the item as it stands (service.md §2.2 shape, C12). A callback
+ * that ran before yours may have added or removed fields, hence `Partial`.
+ */
+export type ItemData = Partial<Item> & { [field: string]: unknown }
+
+/** Argument 2: the entry's full model, with its relations loaded (C25). Timestamps as in C13. */
+export interface EntryModel {
+  id: number
+  content_type: { id: number; slug: string; name: string }
+  status: 'published'
+  published_at: string | null
+  created_at: string
+  updated_at: string
+  author_id: number | null
+  featured_image_id: number | null
+  /** One per language the entry is written in, by language code. */
+  translations: TranslationModel[]
+  author: { id: number; name: string } | null
+  /** In the entry's order (position, then id). */
+  terms: TermModel[]
+  featuredImage: MediaModel | null
+  /** Custom field values; `language_code` null: the value is not translated. */
+  fieldValues: FieldValueModel[]
+}
+
+export interface TranslationModel {
+  language_code: string
+  title: string | null
+  slug: string | null
+  excerpt: string | null
+  meta_title: string | null
+  meta_description: string | null
+  body: string | null
+}
+
+export interface TermModel {
+  id: number
+  name: string
+  slug: string
+  position: number
+  taxonomy: { id: number; slug: string; name: string }
+}
+
+export interface MediaModel {
+  id: number
+  path: string
+  /** `path` as an absolute URL (C15). */
+  url: string
+  alt: string | null
+  /** Only the variants generated so far. */
+  variants: { name: string; path: string; url: string }[]
+}
+
+export interface FieldValueModel {
+  id: number
+  custom_field_id: number
+  key: string
+  type: string
+  language_code: string | null
+  value: unknown
+}
+
+/** Request headers, read-only. Every header you read is added to the response's `Vary` (C30). */
+export interface RequestHeaders {
+  get(name: string): string | null
+  has(name: string): boolean
+}
+
+/** Argument 3: what a callback may know about the request. */
+export interface FilterContext {
+  request: { method: string; url: string; headers: RequestHeaders }
+  /** The language in effect (the requested one, or the default). */
+  language: string
+  defaultLanguage: string
+  route: 'service.api.content.index' | 'service.api.content.show'
+  /**
+   * Runs `compute` once per request and shares its result between all items
+   * and callbacks that ask for the same key.
+   * @example const plans = await context.once('plans', () => fetchPlans())
+   */
+  once<T>(key: string, compute: () => T | Promise<T>): Promise<T>
+}
+
+/**
+ * A filter callback: gets the item, returns it changed or not, or `null` to
+ * make the whole item null (C26). Returning nothing is an error.
+ */
+export type ContentItemFilter = (
+  data: ItemData,
+  content: EntryModel,
+  context: FilterContext,
+) => ItemData | null | Promise<ItemData | null>
+
+export interface ExtensionApi {
+  /**
+   * Registers a callback. Lower priorities run first; equal ones in the order
+   * they were added (C24).
+   * @example addFilter('service/api/content-item', (data) => ({ ...data, flag: true }), 20)
+   */
+  addFilter(name: HookName, callback: ContentItemFilter, priority?: number): void
+}
+
+/** The default export of an extension file. */
+export type Extension = (api: ExtensionApi) => void | Promise<void>
+
+/**
+ * Gives an extension its types; returns it unchanged.
+ * @example export default defineExtension(({ addFilter }) => addFilter('service/api/content-item', (data) => data))
+ */
+export function defineExtension(extension: Extension): Extension {
+  return extension
+}

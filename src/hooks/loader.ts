@@ -1,0 +1,35 @@
+import { existsSync } from 'node:fs'
+import { readdir } from 'node:fs/promises'
+import { join, relative } from 'node:path'
+import type { ExtensionApi } from './extension'
+import { FilterRegistry } from './registry'
+
+/** An extension file could not be loaded; the message names it. The start stops. */
+export class ExtensionLoadError extends Error {}
+
+/**
+ * Loads every `*.ts` file directly in `dir`, in file-name order, and calls its
+ * default export with `{ addFilter }`.
+ * @example const registry = await loadExtensions('src/hooks/extensions')
+ */
+export async function loadExtensions(dir: string): Promise<{ registry: FilterRegistry; files: string[] }> {
+  const registry = new FilterRegistry()
+  if (!existsSync(dir)) return { registry, files: [] }
+  const files = (await readdir(dir, { withFileTypes: true }))
+    .filter((file) => file.isFile() && file.name.endsWith('.ts') && !file.name.endsWith('.d.ts'))
+    .map((file) => file.name)
+    .sort()
+  for (const file of files) {
+    const path = join(dir, file)
+    const source = relative(process.cwd(), path) || path
+    try {
+      const module = await import(path)
+      if (typeof module.default !== 'function') throw new Error('its default export is not a function; see src/hooks/README.md.')
+      const api: ExtensionApi = { addFilter: (name, callback, priority) => registry.add(name, callback, priority, source) }
+      await module.default(api)
+    } catch (error) {
+      throw new ExtensionLoadError(`The extension ${source} failed to load: ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
+  return { registry, files }
+}

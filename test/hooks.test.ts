@@ -1,0 +1,283 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CONTENT_ITEM_HOOK, type ContentItemFilter, type EntryModel, type Extension, type FilterContext } from '../src/hooks/extension'
+import { loadExtensions } from '../src/hooks/loader'
+import { FilterRegistry } from '../src/hooks/registry'
+import bodyExample from '../src/hooks/examples/body'
+import customFieldsExample from '../src/hooks/examples/custom-fields'
+import membersOnlyExample from '../src/hooks/examples/members-only-excerpt'
+import { createTestDatabase } from './support/database'
+import { testApp, type TestApp } from './support/app'
+import { addAuthor, addEntry, addImage, addLanguage, addTerm } from './support/fixtures'
+import { runScript } from './support/service'
+
+const db = await createTestDatabase()
+const opened: TestApp[] = []
+afterAll(async () => {
+  for (const api of opened) await api.close()
+  await db.sql.end()
+})
+
+let full: number
+let bare: number
+beforeAll(async () => {
+  await addLanguage(db.sql, 'fr')
+  await addLanguage(db.sql, 'de')
+  const author = await addAuthor(db.sql, 'Ada')
+  const image = await addImage(db.sql, 'uploads/cat.jpg', { thumbnail: 'uploads/cat-t.jpg' }, 'A cat')
+  const tag = await addTerm(db.sql, 'tag', 'Cats')
+  full = await addEntry(db.sql, {
+    publishedAt: new Date(Date.now() - 1000),
+    authorId: author,
+    imageId: image,
+    termIds: [tag],
+    translations: {
+      en: { title: 'Hello', slug: 'hello', excerpt: 'Hi', body: '<p>English body</p>' },
+      fr: { title: 'Bonjour', slug: 'bonjour', excerpt: 'Salut', body: '<p>Corps</p>' },
+    },
+  })
+  bare = await addEntry(db.sql, { publishedAt: new Date(Date.now() - 5000), translations: { de: { title: 'Nur Deutsch', slug: 'nur-deutsch' } } })
+  const [{ id: field }] = await db.sql`insert into custom_fields (content_type_id, key) select id, 'subtitle' from content_types where slug = 'post' returning id`
+  const [{ id: plain }] = await db.sql`insert into custom_fields (content_type_id, key, type) select id, 'rating', 'number' from content_types where slug = 'post' returning id`
+  await db.sql`
+    insert into field_values (entry_id, custom_field_id, language_code, value) values
+      (${full}, ${field}, 'en', '"An English subtitle"'),
+      (${full}, ${field}, 'fr', '"Un sous-titre"'),
+      (${full}, ${plain}, null, '5')
+  `
+})
+
+function apiWith(filters: [ContentItemFilter, number?][], env: Record<string, string> = {}): TestApp {
+  const registry = new FilterRegistry()
+  for (const [callback, priority] of filters) registry.add(CONTENT_ITEM_HOOK, callback, priority, 'test/hooks.test.ts')
+  const api = testApp(db.url, env, registry)
+  opened.push(api)
+  return api
+}
+
+async function apiWithExtension(extension: Extension): Promise<TestApp> {
+  const registry = new FilterRegistry()
+  await extension({ addFilter: (name, callback, priority) => registry.add(name, callback, priority, 'example') })
+  const api = testApp(db.url, {}, registry)
+  opened.push(api)
+  return api
+}
+
+describe('the filter hook service/api/content-item', () => {
+  test('C24: callbacks run by priority, ties in registration order, each on the previous output', async () => {
+    const step = (name: string): ContentItemFilter => (data) => ({ ...data, trace: [...((data.trace as string[]) ?? []), name] })
+    const api = apiWith([[step('20'), 20], [step('10 first'), 10], [step('5'), 5], [step('10 second')]])
+    const list = await api.get('/api/v1/content/post')
+    expect(list.body.data.map((item: any) => item.trace)).toEqual([
+      ['5', '10 first', '10 second', '20'],
+      ['5', '10 first', '10 second', '20'],
+    ])
+    expect((await api.get('/api/v1/content/post/hello')).body.data.trace).toEqual(['5', '10 first', '10 second', '20'])
+  })
+
+  test('C24: async callbacks run in order, never concurrently for the same item', async () => {
+    const running = new Set<number>()
+    let overlap = false
+    const slow = (name: string, ms: number): ContentItemFilter => async (data) => {
+      if (running.has(data.id!)) overlap = true
+      running.add(data.id!)
+      await Bun.sleep(ms)
+      running.delete(data.id!)
+      return { ...data, trace: [...((data.trace as string[]) ?? []), name] }
+    }
+    const api = apiWith([[slow('a', 30)], [slow('b', 1)], [slow('c', 10)]])
+    const list = await api.get('/api/v1/content/post')
+    expect(list.body.data.map((item: any) => item.trace)).toEqual([['a', 'b', 'c'], ['a', 'b', 'c']])
+    expect(overlap).toBe(false)
+  })
+
+  test('C26: null makes the item null, in a list and for a single entry', async () => {
+    const api = apiWith([[(data) => (data.id === full ? null : data)], [(data) => ({ ...data, after: true })]])
+    const list = await api.get('/api/v1/content/post')
+    expect(list.body.data).toEqual([null, expect.objectContaining({ id: bare, after: true })])
+    expect(list.body.meta.total).toBe(2)
+    const single = await api.get('/api/v1/content/post/hello')
+    expect([single.status, single.body]).toEqual([200, { data: null }])
+  })
+
+  test('C27: added fields come after the default ones; removed fields are absent', async () => {
+    const api = apiWith([[(data) => {
+      const { excerpt: _excerpt, terms: _terms, ...rest } = data
+      return { first: 1, ...rest, last: 2 }
+    }]])
+    const keys = ['id', 'status', 'published_at', 'created_at', 'author', 'title', 'slug', 'meta_title', 'meta_description', 'featured_image', 'first', 'last']
+    expect(Object.keys((await api.get('/api/v1/content/post')).body.data[0])).toEqual(keys)
+    expect(Object.keys((await api.get('/api/v1/content/post/hello')).body.data)).toEqual(keys)
+  })
+
+  test('C25: the model has every relation loaded, for a full entry and for one with no author, image or default translation', async () => {
+    const seen: EntryModel[] = []
+    const contexts: FilterContext[] = []
+    const api = apiWith([[(data, content, context) => {
+      seen.push(content)
+      contexts.push(context)
+      return data
+    }]])
+    await api.get('/api/v1/content/post?lang=fr', { headers: { 'x-test': '1' } })
+    const [withAll, withNothing] = seen
+    expect(withAll).toMatchObject({
+      id: full,
+      content_type: { slug: 'post' },
+      status: 'published',
+      author: { id: expect.any(Number), name: 'Ada' },
+      featuredImage: {
+        path: 'uploads/cat.jpg',
+        url: 'https://cms.example.com/media/uploads/cat.jpg',
+        alt: 'A cat',
+        variants: [{ name: 'thumbnail', path: 'uploads/cat-t.jpg', url: 'https://cms.example.com/media/uploads/cat-t.jpg' }],
+      },
+      terms: [{ name: 'Cats', slug: 'cats', position: 0, taxonomy: { slug: 'tag' } }],
+    })
+    expect(withAll.translations.map((row) => [row.language_code, row.title, row.body])).toEqual([
+      ['en', 'Hello', '<p>English body</p>'],
+      ['fr', 'Bonjour', '<p>Corps</p>'],
+    ])
+    expect(withAll.fieldValues.map((value) => [value.key, value.type, value.language_code, value.value])).toEqual([
+      ['rating', 'number', null, 5],
+      ['subtitle', 'text', 'en', 'An English subtitle'],
+      ['subtitle', 'text', 'fr', 'Un sous-titre'],
+    ])
+    expect(withAll.published_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/)
+    expect(withNothing).toMatchObject({ id: bare, author: null, author_id: null, featuredImage: null, featured_image_id: null, terms: [], fieldValues: [] })
+    expect(withNothing.translations.map((row) => row.language_code)).toEqual(['de'])
+    const context = contexts[0]
+    expect([context.language, context.defaultLanguage, context.route, context.request.method]).toEqual(['fr', 'en', 'service.api.content.index', 'GET'])
+    expect(context.request.url).toBe('http://localhost/api/v1/content/post?lang=fr')
+    expect(context.request.headers.get('x-test')).toBe('1')
+    await api.get('/api/v1/content/post/hello')
+    expect(contexts.at(-1)!.route).toBe('service.api.content.show')
+  })
+
+  test('C25: with a callback registered, each request is still one statement', async () => {
+    const api = apiWith([[(data) => data]])
+    for (const path of ['/api/v1/content/post?per_page=1', '/api/v1/content/post?per_page=100', '/api/v1/content/post/hello']) {
+      api.statements.length = 0
+      await api.get(path)
+      expect([path, api.statements.length]).toEqual([path, 1])
+    }
+  })
+
+  test('C28: with no callback, the lean statement runs and the item is exactly C12', async () => {
+    const api = apiWith([])
+    api.statements.length = 0
+    const item = (await api.get('/api/v1/content/post')).body.data[0]
+    expect(Object.keys(item)).toHaveLength(12)
+    expect(api.statements[0]).not.toContain('field_values')
+  })
+
+  test('context.once runs its work once per request, shared by every item', async () => {
+    let calls = 0
+    const api = apiWith([[async (data, _content, context) => ({ ...data, plan: await context.once('plan', async () => ++calls) })]])
+    const list = await api.get('/api/v1/content/post')
+    expect(list.body.data.map((item: any) => item.plan)).toEqual([1, 1])
+    await api.get('/api/v1/content/post')
+    expect(calls).toBe(2)
+  })
+
+  test('C30: Vary names exactly the request headers that callbacks read', async () => {
+    const api = apiWith([[(data, _content, context) => ({ ...data, member: context.request.headers.has('X-Member'), plan: context.request.headers.get('x-plan') })]])
+    const response = await api.get('/api/v1/content/post', { headers: { 'x-member': '1', 'x-other': 'a' } })
+    expect(response.headers.get('vary')).toBe('x-member, x-plan')
+    const quiet = apiWith([[(data) => data]])
+    expect((await quiet.get('/api/v1/content/post', { headers: { 'x-member': '1' } })).headers.get('vary')).toBeNull()
+    const restricted = apiWith([[(data, _content, context) => (context.request.headers.get('x-member') ? data : null)]], { CORS_ORIGINS: 'https://app.example' })
+    const both = await restricted.get('/api/v1/content/post/hello', { headers: { origin: 'https://app.example' } })
+    expect(both.headers.get('vary')).toBe('Origin, x-member')
+  })
+})
+
+describe('failures fail closed (C23, C26, C31)', () => {
+  const cases: [string, ContentItemFilter, RegExp][] = [
+    ['throws', function throwing() { throw new Error('boom') }, /throwing from test\/hooks.test.ts threw: boom/],
+    ['rejects', async function rejecting() { throw new Error('async boom') }, /rejecting from test\/hooks.test.ts threw: async boom/],
+    ['returns undefined', function forgetful(data) { void data; return undefined as never }, /forgetful from test\/hooks.test.ts returned undefined/],
+    ['returns an array', function arrays() { return [] as never }, /arrays from test\/hooks.test.ts returned an array/],
+    ['does not settle in time', async function sleepy(data) { await Bun.sleep(300); return data }, /sleepy from test\/hooks.test.ts did not settle within 50 ms/],
+  ]
+  for (const [what, callback, logged] of cases) {
+    test(`a callback that ${what}: 500 without the unfiltered item; the log names the extension; the app keeps serving`, async () => {
+      const api = apiWith([[(data) => ({ ...data, before: true })], [callback]], { HOOK_TIMEOUT_MS: '50' })
+      for (const path of ['/api/v1/content/post', '/api/v1/content/post/hello']) {
+        const response = await api.get(path)
+        expect([response.status, response.text]).toEqual([500, '{"error":"Internal server error."}'])
+      }
+      const errors = api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')
+      expect(errors[0].error.message).toMatch(logged)
+      expect((await api.get('/healthz')).status).toBe(200)
+    })
+  }
+})
+
+describe('the examples in src/hooks/examples', () => {
+  test('custom-fields adds fields in the selected language, else untranslated, else the default language', async () => {
+    const api = await apiWithExtension(customFieldsExample)
+    const fields = async (query: string) => (await api.get(`/api/v1/content/post/${query}`)).body.data.fields
+    expect(await fields('hello')).toEqual({ rating: 5, subtitle: 'An English subtitle' })
+    expect(await fields('bonjour?lang=fr')).toEqual({ rating: 5, subtitle: 'Un sous-titre' })
+    expect(await fields('hello?lang=de')).toEqual({ rating: 5, subtitle: 'An English subtitle' })
+    expect(await fields('nur-deutsch?lang=de')).toEqual({})
+  })
+
+  test('body adds the body of the translation the item shows', async () => {
+    const api = await apiWithExtension(bodyExample)
+    expect((await api.get('/api/v1/content/post/bonjour?lang=fr')).body.data.body).toBe('<p>Corps</p>')
+    expect((await api.get('/api/v1/content/post/hello?lang=de')).body.data.body).toBe('<p>English body</p>')
+    expect((await api.get('/api/v1/content/post/nur-deutsch?lang=de')).body.data.body).toBeNull()
+  })
+
+  test('members-only-excerpt removes excerpt unless X-Member is sent, and varies on it', async () => {
+    const api = await apiWithExtension(membersOnlyExample)
+    const anonymous = await api.get('/api/v1/content/post/hello')
+    expect('excerpt' in anonymous.body.data).toBe(false)
+    expect(anonymous.headers.get('vary')).toBe('x-member')
+    const member = await api.get('/api/v1/content/post/hello', { headers: { 'X-Member': 'yes' } })
+    expect(member.body.data.excerpt).toBe('Hi')
+  })
+})
+
+describe('the extension loader', () => {
+  let dir: string
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'vitrine-extensions-'))
+    await chmod(dir, 0o755)
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  test('loads every *.ts file in file-name order; registration order follows', async () => {
+    const extension = (name: string) => `export default ({ addFilter }) => addFilter('service/api/content-item', (data) => ({ ...data, trace: [...(data.trace ?? []), '${name}'] }))\n`
+    const folder = join(dir, 'ordered')
+    await Bun.write(join(folder, 'b-second.ts'), extension('b'))
+    await Bun.write(join(folder, 'a-first.ts'), extension('a'))
+    await Bun.write(join(folder, 'c-third.ts'), extension('c'))
+    await Bun.write(join(folder, 'notes.md'), 'not an extension')
+    const { registry, files } = await loadExtensions(folder)
+    expect(files).toEqual(['a-first.ts', 'b-second.ts', 'c-third.ts'])
+    const api = testApp(db.url, {}, registry)
+    opened.push(api)
+    expect((await api.get('/api/v1/content/post/hello')).body.data.trace).toEqual(['a', 'b', 'c'])
+  })
+
+  test('a file with a syntax error stops the start with a message naming it', async () => {
+    const folder = join(dir, 'broken')
+    await Bun.write(join(folder, '10-fine.ts'), 'export default () => {}\n')
+    await Bun.write(join(folder, '20-broken.ts'), 'export default ({ addFilter } => {\n')
+    const run = await runScript('start', { EXTENSIONS_DIR: folder, DATABASE_URL: db.url, PORT: '0' })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain('vitrine: The extension')
+    expect(run.stderr).toContain('20-broken.ts failed to load')
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+  })
+
+  test('an unknown hook name is refused at load time', async () => {
+    const folder = join(dir, 'typo')
+    await Bun.write(join(folder, 'typo.ts'), "export default ({ addFilter }) => addFilter('service/api/content-items', (data) => data)\n")
+    expect(loadExtensions(folder)).rejects.toThrow(/typo.ts failed to load: Unknown hook "service\/api\/content-items"/)
+  })
+})
