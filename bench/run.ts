@@ -47,6 +47,7 @@ interface Measure {
 const target = await resolveDatabase(config, log)
 const admin = connectDatabase(target.url, { max: 1 })
 const benchUrl = withDatabase(target.url, 'vitrine_bench')
+/** The service under load; the `finally` below stops it. */
 let server: ReturnType<typeof Bun.spawn> | undefined
 try {
   console.log('Building vitrine_bench: 100 000 entries …')
@@ -61,24 +62,17 @@ try {
 
   await explainPlans(sql)
 
-  const port = 30_000 + Math.floor(Math.random() * 20_000)
-  server = Bun.spawn(['bun', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    stdout: 'inherit',
-    stderr: 'inherit',
-  })
-  const base = `http://127.0.0.1:${port}`
-  await waitForHealth(base)
+  let base = await startServer(join(import.meta.dir, 'no-extensions'))
+  const pid = () => server?.pid ?? 0
 
   const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
   console.log(`Load: ${tool}, ${CONNECTIONS} connections, ${SECONDS} s a case; ceiling: postgres.js, ${CONNECTIONS} concurrent loops, pool of ${config.databasePoolMax}.\n`)
   const rows: string[] = []
   for (const benchCase of CASES) {
     await load(tool, base + benchCase.path, 2) // warm up
-    resetPeakRss(server.pid)
+    resetPeakRss(pid())
     const service = await load(tool, base + benchCase.path, SECONDS)
-    const rss = peakRssMb(server.pid)
+    const rss = peakRssMb(pid())
     const ceiling = await ceilingOf(sql, benchCase)
     rows.push(
       `| ${benchCase.name} | ${service.rps.toFixed(0)} | ${service.p50.toFixed(1)} | ${service.p99.toFixed(1)} | ${service.errors} | ${rss} | ${ceiling.toFixed(0)} | ${(service.rps / ceiling).toFixed(2)} |`,
@@ -91,13 +85,50 @@ try {
     ...rows,
   ].join('\n')
   console.log(`\n${table}\n`)
-  await writeFile(join(ROOT, 'bench', 'last-run.md'), `${table}\n`)
+
+  // C28: the hook with no callback against one trivial callback (which also loads each entry's model).
+  const hookPath = '/api/v1/content/post?per_page=100'
+  await load(tool, base + hookPath, 2)
+  const without = await load(tool, base + hookPath, SECONDS)
+  await stopServer()
+  base = await startServer(join(import.meta.dir, 'extensions'))
+  await load(tool, base + hookPath, 2)
+  const withHook = await load(tool, base + hookPath, SECONDS)
+  const hook = [
+    '| list per_page=100 | req/s | p50 ms | p99 ms |',
+    '| --- | ---: | ---: | ---: |',
+    `| no callback | ${without.rps.toFixed(0)} | ${without.p50.toFixed(1)} | ${without.p99.toFixed(1)} |`,
+    `| one trivial callback | ${withHook.rps.toFixed(0)} | ${withHook.p50.toFixed(1)} | ${withHook.p99.toFixed(1)} |`,
+    '',
+    `Hook cost: ${((1 - withHook.rps / without.rps) * 100).toFixed(1)}% of list throughput at per_page=100.`,
+  ].join('\n')
+  console.log(`${hook}\n`)
+  await writeFile(join(ROOT, 'bench', 'last-run.md'), `${table}\n\n${hook}\n`)
   await sql.end()
 } finally {
-  server?.kill('SIGTERM')
-  await server?.exited
+  await stopServer()
   await admin.end()
   await target.embedded?.stop()
+}
+
+/** Starts the service on the bench database with the extensions of `extensionsDir`; returns its base URL. */
+async function startServer(extensionsDir: string): Promise<string> {
+  const port = 30_000 + Math.floor(Math.random() * 20_000)
+  server = Bun.spawn(['bun', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', EXTENSIONS_DIR: extensionsDir },
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
+  const base = `http://127.0.0.1:${port}`
+  await waitForHealth(base)
+  return base
+}
+
+async function stopServer() {
+  server?.kill('SIGTERM')
+  await server?.exited
+  server = undefined
 }
 
 async function explainPlans(sql: Sql) {

@@ -1,7 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createTestDatabase } from './support/database'
 import { testApp } from './support/app'
-import { addEntry, addLanguage, clearContent, type TranslationFields } from './support/fixtures'
+import { addEntry, addImage, addLanguage, addTerm, clearContent, type TranslationFields } from './support/fixtures'
+import { CONTENT_ITEM_HOOK } from '../src/hooks/extension'
+import { FilterRegistry } from '../src/hooks/registry'
 
 /**
  * Property tests over generated data sets: random statuses, dates with ties
@@ -10,8 +12,14 @@ import { addEntry, addLanguage, clearContent, type TranslationFields } from './s
  */
 const db = await createTestDatabase()
 const api = testApp(db.url)
+// With a callback registered the item's fields come from the entry's model
+// instead (C25, C28): a pass-through callback must change nothing.
+const passThrough = new FilterRegistry()
+passThrough.add(CONTENT_ITEM_HOOK, (data) => data)
+const hookedApi = testApp(db.url, {}, passThrough)
 afterAll(async () => {
   await api.close()
+  await hookedApi.close()
   await db.sql.end()
 })
 
@@ -44,6 +52,12 @@ async function generate(seed: number, count: number): Promise<ModelEntry[]> {
   const now = Date.now()
   // Few distinct dates, so that ties are common; some null, some in the future.
   const dates = [null, new Date(now - 86_400_000), new Date(now - 3_600_000), new Date(now - 7_200_000), new Date(now + 3_600_000)]
+  const images = [
+    await addImage(db.sql, 'uploads/a.jpg', { thumbnail: 'uploads/a-t.jpg', medium: 'uploads/a-m.jpg' }),
+    await addImage(db.sql, 'https://cdn.example.org/b.jpg', { medium: 'uploads/b-m.jpg' }),
+    await addImage(db.sql, 'uploads/c.jpg'),
+  ]
+  const terms = [await addTerm(db.sql, 'tag', 'One'), await addTerm(db.sql, 'tag', 'Two'), await addTerm(db.sql, 'category', 'Three')]
   const model: ModelEntry[] = []
   const perType = new Map<string, number>()
   for (let i = 0; i < count; i++) {
@@ -62,7 +76,9 @@ async function generate(seed: number, count: number): Promise<ModelEntry[]> {
         translations[language] = { title: `${language} ${i}`, slug, excerpt: rng.next() < 0.3 ? null : `excerpt ${i}` }
       }
     }
-    const id = await addEntry(db.sql, { type, status, publishedAt, translations })
+    const imageId = rng.next() < 0.25 ? null : rng.pick(images)
+    const termIds = terms.filter(() => rng.next() < 0.5)
+    const id = await addEntry(db.sql, { type, status, publishedAt, translations, imageId, termIds })
     model.push({ id, type, status, publishedAt, translations })
   }
   return model
@@ -86,12 +102,12 @@ function lookUp(model: ModelEntry[], type: string, language: string, slug: strin
   )
 }
 
-async function walk(type: string, language: string, perPage: number) {
+async function walk(type: string, language: string, perPage: number, client = api) {
   const items: any[] = []
-  const first = await api.get(`/api/v1/content/${type}?lang=${language}&per_page=${perPage}`)
+  const first = await client.get(`/api/v1/content/${type}?lang=${language}&per_page=${perPage}`)
   items.push(...first.body.data)
   for (let page = 2; page <= first.body.meta.last_page + 1; page++) {
-    const next = await api.get(`/api/v1/content/${type}?lang=${language}&per_page=${perPage}&page=${page}`)
+    const next = await client.get(`/api/v1/content/${type}?lang=${language}&per_page=${perPage}&page=${page}`)
     expect(next.body.meta.total).toBe(first.body.meta.total)
     items.push(...next.body.data)
   }
@@ -108,6 +124,7 @@ describe('properties over generated content (C1, C11, C14, C18, C19)', () => {
           const { items, total } = await walk(type, language, 1 + (seed % 4) * 3)
           expect(items.map((item) => item.id)).toEqual(expected.map((entry) => entry.id))
           expect(total).toBe(items.length)
+          expect(await walk(type, language, 50, hookedApi)).toEqual({ items, total })
           for (const item of items) {
             const entry = model.find((candidate) => candidate.id === item.id)!
             const translation = entry.translations[language] ?? entry.translations.en ?? null

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
+import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
 
 /** One entry as the statements below return it, before mapping (see map-item.ts). */
 export interface EntryRow {
@@ -8,7 +9,7 @@ export interface EntryRow {
   published_at: number | null
   created_at: number
   author: { id: number; name: string } | null
-  /** The selected language's translation, else the default language's (C14). */
+  /** The selected language's translation, else the default language's (C14). Absent from a row loaded with its model until completeRow. */
   translation: { title: string | null; slug: string | null; excerpt: string | null; meta_title: string | null; meta_description: string | null } | null
   image: { path: string; thumbnail: string | null; medium: string | null } | null
   terms: { id: number; name: string; slug: string }[]
@@ -22,18 +23,10 @@ export interface EntryModelRow {
   updated_at: number
   author_id: number | null
   featured_image_id: number | null
-  translations: {
-    language_code: string
-    title: string | null
-    slug: string | null
-    excerpt: string | null
-    meta_title: string | null
-    meta_description: string | null
-    body: string | null
-  }[]
-  terms: { id: number; name: string; slug: string; position: number; taxonomy: { id: number; slug: string; name: string } }[]
+  translations: TranslationModel[]
+  terms: TermModel[]
   image: { id: number; path: string; alt: string | null; variants: { name: string; path: string }[] } | null
-  field_values: { id: number; custom_field_id: number; key: string; type: string; language_code: string | null; value: unknown }[]
+  field_values: FieldValueModel[]
 }
 
 export interface Languages {
@@ -82,7 +75,8 @@ export interface FindOptions {
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
   const [result] = await listStatement(sql, options)
-  return { typeExists: result.type_exists, languages: languagesOf(result), total: result.total, rows: result.rows }
+  const languages = languagesOf(result)
+  return { typeExists: result.type_exists, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
 }
 
 /** The statement of `listLiveEntries`, not yet sent (the benchmark explains it). */
@@ -106,7 +100,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
         where e.content_type_id = (select id from content_type)
           and ${isLive(sql)}
       ) as total,
-      ${entryRows(sql, withModel)} as rows
+      ${withModel ? entryRowsWithModels(sql) : entryRows(sql)} as rows
   `
 }
 
@@ -119,7 +113,8 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
  */
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
   const [result] = await findStatement(sql, options)
-  return { typeExists: result.type_exists, languages: languagesOf(result), row: result.rows[0] ?? null }
+  const languages = languagesOf(result)
+  return { typeExists: result.type_exists, languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
 }
 
 /** The statement of `findLiveEntryBySlug`, not yet sent. */
@@ -165,7 +160,7 @@ export function findStatement(sql: Sql, { type, lang, slug, withModel = false }:
     select
       ${resultHeader(sql)},
       0 as total,
-      ${entryRows(sql, withModel)} as rows
+      ${withModel ? entryRowsWithModels(sql) : entryRows(sql)} as rows
   `
 }
 
@@ -211,7 +206,7 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
 }
 
 /** The entries of `selected_entries` as a JSON array of EntryRow, in list order. */
-function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
+function entryRows(sql: Sql): PendingQuery<Row[]> {
   return sql`
     (
       select coalesce(
@@ -228,7 +223,6 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
               'medium', medium.path
             ) end,
             'terms', entry_terms.value
-            ${withModel ? sql`, 'model', ${entryModel(sql)}` : sql``}
           )
           order by e.published_at desc nulls last, e.id desc
         ),
@@ -265,6 +259,57 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
       ) entry_terms
     )
   `
+}
+
+/**
+ * The entries of `selected_entries` with their models (C25), in list order.
+ * The item's own translation, image variants and terms are then taken from
+ * the model (completeRow) rather than loaded twice.
+ */
+function entryRowsWithModels(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    (
+      select coalesce(
+        json_agg(
+          json_build_object(
+            'id', e.id,
+            'published_at', floor(extract(epoch from e.published_at))::bigint,
+            'created_at', floor(extract(epoch from e.created_at))::bigint,
+            'author', case when a.id is null then null else json_build_object('id', a.id, 'name', a.name) end,
+            'model', ${entryModel(sql)}
+          )
+          order by e.published_at desc nulls last, e.id desc
+        ),
+        '[]'::json
+      )
+      from selected_entries s
+      join entries e on e.id = s.id
+      left join authors a on a.id = e.author_id
+      left join media m on m.id = e.featured_image_id
+    )
+  `
+}
+
+/**
+ * A row loaded with its model gets the item's translation (C14: the selected
+ * language's row, else the default language's, per entry), image variants and
+ * terms from that model. A lean row is complete already.
+ */
+function completeRow(row: EntryRow, languages: Languages): EntryRow {
+  const model = row.model
+  if (!model) return row
+  const translation =
+    model.translations.find((t) => t.language_code === languages.selected) ??
+    model.translations.find((t) => t.language_code === languages.default)
+  const variant = (name: string) => model.image?.variants.find((v) => v.name === name)?.path ?? null
+  return {
+    ...row,
+    translation: translation
+      ? { title: translation.title, slug: translation.slug, excerpt: translation.excerpt, meta_title: translation.meta_title, meta_description: translation.meta_description }
+      : null,
+    image: model.image ? { path: model.image.path, thumbnail: variant('thumbnail'), medium: variant('medium') } : null,
+    terms: model.terms.map((term) => ({ id: term.id, name: term.name, slug: term.slug })),
+  }
 }
 
 /** An entry's relations for the filter hook (C25), as EntryModelRow; `e` and `m` are in scope. */
