@@ -3,9 +3,10 @@ import type { Config } from './config'
 import type { Sql } from './db/connect'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
-import { jsonResponse } from './http/json-response'
+import { apiDocumentation } from './docs/openapi'
+import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
-import { FilterRegistry } from './hooks/registry'
+import type { FilterRegistry } from './hooks/registry'
 import type { Logger } from './log'
 
 export interface AppDependencies {
@@ -24,7 +25,8 @@ export function createApp(dependencies: AppDependencies) {
   return new Elysia({ name: 'vitrine', normalize: false })
     .use(requestPolicy(dependencies.log))
     .use(corsPolicy(dependencies.config))
-    .get('/healthz', () => jsonResponse({ status: 'ok' }))
+    .use(apiDocumentation())
+    .use(healthRoutes(dependencies.sql))
     .use(contentRoutes(dependencies))
 }
 

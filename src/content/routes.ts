@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import type { AppDependencies } from '../app'
 import { contentTypeNotFound, methodNotAllowed, notFound } from '../http/errors'
 import { jsonResponse } from '../http/json-response'
@@ -15,6 +15,13 @@ import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowRes
 const LIST_PATH = '/api/v1/content/:type'
 const SHOW_PATH = '/api/v1/content/:type/:slug'
 const ALLOW = 'GET, HEAD, OPTIONS'
+
+/** What any route may answer besides its own statuses (C3, C21, C22). */
+const FAULTS = {
+  405: t.Object({ error: t.Literal('Method not allowed.') }, { description: 'Any method but GET, HEAD and OPTIONS; the Allow header lists them.' }),
+  500: t.Object({ error: t.Literal('Internal server error.') }, { description: 'An unexpected failure, or a failing extension.' }),
+  503: t.Object({ error: t.Literal('Service unavailable.') }, { description: 'The database cannot be reached; see Retry-After.' }),
+}
 
 /**
  * The content API: `GET /api/v1/content/{type}` and `GET /api/v1/content/{type}/{slug}`.
@@ -55,8 +62,13 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       {
         params: TypeParams,
         query: ListQuery,
-        response: { 200: ListResponse, 400: ErrorResponse, 404: ErrorResponse },
-        detail: { operationId: 'service.api.content.index', summary: 'List published entries of a content type' },
+        response: { 200: ListResponse, 400: ErrorResponse, 404: ErrorResponse, ...FAULTS },
+        detail: {
+          operationId: 'service.api.content.index',
+          tags: ['content'],
+          summary: 'List published entries of a content type',
+          description: 'Live entries only (published, and their publication time has come), newest first: `published_at` descending with undated entries last, then `id` descending.',
+        },
       },
     )
     .get(
@@ -73,12 +85,17 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       {
         params: EntryParams,
         query: ShowQuery,
-        response: { 200: ShowResponse, 404: ErrorResponse },
-        detail: { operationId: 'service.api.content.show', summary: 'Get one published entry by slug' },
+        response: { 200: ShowResponse, 404: ErrorResponse, ...FAULTS },
+        detail: {
+          operationId: 'service.api.content.show',
+          tags: ['content'],
+          summary: 'Get one published entry by slug',
+          description: "The live entry whose slug in the selected language matches; else one with no translation in that language whose default-language slug matches. The lowest id wins a tie.",
+        },
       },
     )
-    .all(LIST_PATH, ({ request }) => rejectMethod(request))
-    .all(SHOW_PATH, ({ request }) => rejectMethod(request))
+    .all(LIST_PATH, ({ request }) => rejectMethod(request), { detail: { hide: true } })
+    .all(SHOW_PATH, ({ request }) => rejectMethod(request), { detail: { hide: true } })
 }
 
 /** C3: any method but GET, HEAD and OPTIONS on an API path. */

@@ -1,12 +1,16 @@
+import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /**
  * The TypeBox schemas of the content API: the one source of its TypeScript
  * types and of its OpenAPI document. Item keys are in the order of C12.
  */
+// Elysia's t.Integer also accepts numeric strings (for coercing input); output ids are plain integers.
+const Integer = (options?: Parameters<typeof Type.Integer>[0]) => Type.Integer(options)
+
 const Timestamp = t.String({ format: 'date-time', examples: ['2026-01-01T09:30:00+00:00'] })
 
-export const Author = t.Object({ id: t.Integer(), name: t.String() })
+export const Author = t.Object({ id: Integer(), name: t.String() })
 
 export const FeaturedImage = t.Object({
   url: t.String({ examples: ['https://cms.example.com/media/uploads/2026/cat.jpg'] }),
@@ -14,11 +18,11 @@ export const FeaturedImage = t.Object({
   medium: t.String(),
 })
 
-export const Term = t.Object({ id: t.Integer(), name: t.String(), slug: t.String() })
+export const Term = t.Object({ id: Integer(), name: t.String(), slug: t.String() })
 
 export const Item = t.Object(
   {
-    id: t.Integer(),
+    id: Integer(),
     status: t.Literal('published'),
     published_at: t.Nullable(Timestamp),
     created_at: Timestamp,
@@ -35,15 +39,35 @@ export const Item = t.Object(
     // Extensions may add fields through the filter hook `service/api/content-item`.
     additionalProperties: true,
     description: 'A published content entry. Extensions may add fields, or remove them.',
+    examples: [
+      {
+        id: 42,
+        status: 'published',
+        published_at: '2026-01-01T09:30:00+00:00',
+        created_at: '2025-12-30T16:02:11+00:00',
+        author: { id: 3, name: 'Ada Lindqvist' },
+        title: 'Shipping a content API',
+        slug: 'shipping-a-content-api',
+        excerpt: 'What we learned building Vitrine.',
+        meta_title: 'Shipping a content API | Example',
+        meta_description: 'What we learned building Vitrine.',
+        featured_image: {
+          url: 'https://cms.example.com/media/uploads/2026/cat.jpg',
+          thumbnail: 'https://cms.example.com/media/uploads/2026/cat-thumbnail.jpg',
+          medium: 'https://cms.example.com/media/uploads/2026/cat.jpg',
+        },
+        terms: [{ id: 7, name: 'Engineering', slug: 'engineering' }],
+      },
+    ],
   },
 )
 export type Item = typeof Item.static
 
 export const ListMeta = t.Object({
-  current_page: t.Integer({ minimum: 1 }),
-  last_page: t.Integer({ minimum: 1 }),
-  per_page: t.Integer({ minimum: 1, maximum: 100 }),
-  total: t.Integer({ minimum: 0 }),
+  current_page: Integer({ minimum: 1 }),
+  last_page: Integer({ minimum: 1 }),
+  per_page: Integer({ minimum: 1, maximum: 100 }),
+  total: Integer({ minimum: 0 }),
 })
 
 // An item is null when a filter callback made it so (C26).

@@ -23,6 +23,8 @@ export function requestPolicy(log: Logger) {
       const incoming = request.headers.get('x-request-id')
       set.headers['x-request-id'] = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
       set.headers['x-content-type-options'] = 'nosniff'
+      // C4: JSON unless a route answers otherwise (the documentation pages).
+      set.headers['content-type'] = JSON_CONTENT_TYPE
     })
     .onError({ as: 'global' }, ({ code, error, set, request }) => {
       const failure = toHttpError(code, error)

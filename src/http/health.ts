@@ -1,0 +1,38 @@
+import { Elysia, t } from 'elysia'
+import type { Sql } from '../db/connect'
+import { pendingMigrations } from '../db/migrate'
+import { ErrorResponse } from '../content/schemas'
+import { HttpError, isDatabaseUnavailable } from './errors'
+import { jsonResponse } from './json-response'
+
+const Status = t.Object({ status: t.String() })
+
+/**
+ * `/healthz`: the process answers. `/readyz`: the database answers and its
+ * schema is migrated; otherwise 503. Neither is logged at info level.
+ */
+export function healthRoutes(sql: Sql) {
+  return new Elysia({ name: 'health-routes' })
+    .get('/healthz', () => jsonResponse({ status: 'ok' }), {
+      response: { 200: Status },
+      detail: { tags: ['operations'], summary: 'Liveness: the process answers', operationId: 'service.healthz' },
+    })
+    .get(
+      '/readyz',
+      async () => {
+        let pending: string[]
+        try {
+          pending = await pendingMigrations(sql)
+        } catch (error) {
+          if (isDatabaseUnavailable(error)) throw new HttpError(503, 'The database is not reachable.', { 'retry-after': '5' })
+          throw error
+        }
+        if (pending.length) throw new HttpError(503, 'The database schema is not migrated: run `bun run migrate`.', { 'retry-after': '30' })
+        return jsonResponse({ status: 'ready' })
+      },
+      {
+        response: { 200: Status, 503: ErrorResponse },
+        detail: { tags: ['operations'], summary: 'Readiness: the database answers and is migrated', operationId: 'service.readyz' },
+      },
+    )
+}
