@@ -26,7 +26,7 @@ export function createApp(dependencies: AppDependencies) {
     .use(requestPolicy(dependencies.log))
     .use(corsPolicy(dependencies.config))
     .use(apiDocumentation())
-    .use(healthRoutes(dependencies.sql))
+    .use(healthRoutes(dependencies.sql, dependencies.config.databaseTimeoutMs))
     .use(contentRoutes(dependencies))
 }
 

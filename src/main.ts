@@ -15,7 +15,11 @@ runCommand(async () => {
   const { registry: filters, files } = await loadExtensions(config.extensionsDir)
   if (files.length) log.info('loaded extensions', { files })
   const target = await resolveDatabase(config, log)
-  const sql = connectDatabase(target.url, { max: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs })
+  const sql = connectDatabase(target.url, {
+    max: config.databasePoolMax,
+    timeoutMs: config.databaseTimeoutMs,
+    statementTimeoutMs: config.databaseTimeoutMs,
+  })
 
   if (target.embedded) {
     // The embedded database is this process's own: keep it migrated, and give
@@ -38,15 +42,28 @@ runCommand(async () => {
   // Code of an extension that forgets a promise must not bring the service down.
   process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
 
+  // Graceful stop: refuse new connections, let requests in flight finish (up to
+  // SHUTDOWN_GRACE_MS), then close the pool and the embedded database. A second
+  // signal closes the remaining connections at once.
   let stopping = false
   const shutdown = async (signal: string) => {
-    if (stopping) return
+    const server = app.server!
+    if (stopping) {
+      log.warn('second signal: closing the remaining connections', { signal })
+      void server.stop(true)
+      return
+    }
     stopping = true
-    log.info('shutting down', { signal })
-    await app.stop()
+    const started = performance.now()
+    log.info('shutting down: finishing requests in flight', { signal, graceMs: config.shutdownGraceMs })
+    const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(config.shutdownGraceMs).then(() => false)])
+    if (!drained) {
+      log.warn('grace period over: closing the remaining connections')
+      await server.stop(true)
+    }
     await sql.end({ timeout: 5 })
     await target.embedded?.stop()
-    log.info('stopped')
+    log.info('stopped', { ms: Math.round(performance.now() - started) })
     process.exit(0)
   }
   process.on('SIGINT', () => void shutdown('SIGINT'))

@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { AppDependencies } from '../app'
+import { withDeadline } from '../db/connect'
 import { contentTypeNotFound, methodNotAllowed, notFound } from '../http/errors'
 import { jsonResponse } from '../http/json-response'
 import { applyItemFilters } from '../hooks/apply-item-filters'
@@ -46,7 +47,10 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       async ({ params, query, request, set }) => {
         const { page, perPage } = readPagination(query)
         const offset = Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER)
-        const result = await listLiveEntries(sql, { type: params.type, lang: query.lang, limit: perPage, offset, withModel: !filters.isEmpty })
+        const result = await withDeadline(
+          listLiveEntries(sql, { type: params.type, lang: query.lang, limit: perPage, offset, withModel: !filters.isEmpty }),
+          config.databaseTimeoutMs,
+        )
         if (!result.typeExists) throw contentTypeNotFound()
         const data = await filterItems(request, set.headers, 'service.api.content.index', result.languages, result.rows)
         return jsonResponse<typeof ListResponse.static>({
@@ -76,7 +80,10 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       async ({ params, query, request, set }) => {
         // C20: a slug holding "/" (sent as %2F) matches nothing, but the type is still checked first (C5).
         const slug = params.slug.includes('/') ? null : params.slug
-        const result = await findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug, withModel: !filters.isEmpty })
+        const result = await withDeadline(
+          findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug, withModel: !filters.isEmpty }),
+          config.databaseTimeoutMs,
+        )
         if (!result.typeExists) throw contentTypeNotFound()
         if (result.row === null) throw notFound()
         const [data] = await filterItems(request, set.headers, 'service.api.content.show', result.languages, [result.row])

@@ -8,6 +8,8 @@ export interface ConnectOptions {
   timeoutMs?: number
   /** Called with every statement sent; tests count statements with it. */
   onQuery?: (query: string) => void
+  /** The server cancels a statement running longer than this (the service sets it; migrations do not). */
+  statementTimeoutMs?: number
 }
 
 /**
@@ -24,10 +26,33 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
     onnotice: () => {},
     // No extra round trip on connect: the service reads no custom array types.
     fetch_types: false,
-    connection: { application_name: 'vitrine', TimeZone: 'UTC' },
+    connection: {
+      application_name: 'vitrine',
+      TimeZone: 'UTC',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
     types: {
       bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) },
     },
     debug: options.onQuery ? (_connection, query) => options.onQuery!(query) : undefined,
   })
+}
+
+/**
+ * Rejects with code `DATABASE_TIMEOUT` when `work` has not settled within
+ * `ms`: a database that hangs (not merely refuses) still gets a bounded 503 (C22).
+ * @example const page = await withDeadline(listLiveEntries(sql, options), 5000)
+ */
+export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`The database did not answer within ${ms} ms.`), { code: 'DATABASE_TIMEOUT' })), ms)
+  })
+  // The late answer, or failure, of work given up on must not surface as an unhandled rejection.
+  work.catch(() => {})
+  try {
+    return await Promise.race([work, deadline])
+  } finally {
+    clearTimeout(timer)
+  }
 }

@@ -23,8 +23,10 @@ export const INTERNAL_ERROR = 'Internal server error.'
 /** postgres.js error codes and SQLSTATEs that mean the database cannot be reached right now (C22). */
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-  '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'DATABASE_TIMEOUT',
+  // admin shutdown, crash shutdown, cannot connect now, too many connections, connection exceptions,
+  // and a statement cancelled by statement_timeout (the database is too slow to answer now).
+  '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006', '57014',
 ])
 
 export function isDatabaseUnavailable(error: unknown): boolean {

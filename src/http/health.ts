@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import type { Sql } from '../db/connect'
+import { withDeadline, type Sql } from '../db/connect'
 import { pendingMigrations } from '../db/migrate'
 import { ErrorResponse } from '../content/schemas'
 import { HttpError, isDatabaseUnavailable } from './errors'
@@ -11,7 +11,7 @@ const Status = t.Object({ status: t.String() })
  * `/healthz`: the process answers. `/readyz`: the database answers and its
  * schema is migrated; otherwise 503. Neither is logged at info level.
  */
-export function healthRoutes(sql: Sql) {
+export function healthRoutes(sql: Sql, timeoutMs: number) {
   return new Elysia({ name: 'health-routes' })
     .get('/healthz', () => jsonResponse({ status: 'ok' }), {
       response: { 200: Status },
@@ -22,7 +22,7 @@ export function healthRoutes(sql: Sql) {
       async () => {
         let pending: string[]
         try {
-          pending = await pendingMigrations(sql)
+          pending = await withDeadline(pendingMigrations(sql), timeoutMs)
         } catch (error) {
           if (isDatabaseUnavailable(error)) throw new HttpError(503, 'The database is not reachable.', { 'retry-after': '5' })
           throw error
