@@ -88,7 +88,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
       from entries e
       where e.content_type_id = (select id from content_type)
         and ${isLive(sql)}
-      order by e.published_at desc nulls last, e.id desc
+      order by ${listOrder(sql)}
       limit ${limit}
       offset ${offset}
     )
@@ -100,7 +100,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
         where e.content_type_id = (select id from content_type)
           and ${isLive(sql)}
       ) as total,
-      ${withModel ? entryRowsWithModels(sql) : entryRows(sql)} as rows
+      ${entryRows(sql, withModel)} as rows
   `
 }
 
@@ -160,7 +160,7 @@ export function findStatement(sql: Sql, { type, lang, slug, withModel = false }:
     select
       ${resultHeader(sql)},
       0 as total,
-      ${withModel ? entryRowsWithModels(sql) : entryRows(sql)} as rows
+      ${entryRows(sql, withModel)} as rows
   `
 }
 
@@ -205,8 +205,12 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
   `
 }
 
-/** The entries of `selected_entries` as a JSON array of EntryRow, in list order. */
-function entryRows(sql: Sql): PendingQuery<Row[]> {
+/**
+ * The entries of `selected_entries` as a JSON array of EntryRow, in list order:
+ * lean (the item's own translation, image variants and terms), or with each
+ * entry's model (C25), from which completeRow then takes those.
+ */
+function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
   return sql`
     (
       select coalesce(
@@ -216,15 +220,9 @@ function entryRows(sql: Sql): PendingQuery<Row[]> {
             'published_at', floor(extract(epoch from e.published_at))::bigint,
             'created_at', floor(extract(epoch from e.created_at))::bigint,
             'author', case when a.id is null then null else json_build_object('id', a.id, 'name', a.name) end,
-            'translation', translation.value,
-            'image', case when m.id is null then null else json_build_object(
-              'path', m.path,
-              'thumbnail', thumbnail.path,
-              'medium', medium.path
-            ) end,
-            'terms', entry_terms.value
+            ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
           )
-          order by e.published_at desc nulls last, e.id desc
+          order by ${listOrder(sql)}
         ),
         '[]'::json
       )
@@ -232,61 +230,57 @@ function entryRows(sql: Sql): PendingQuery<Row[]> {
       join entries e on e.id = s.id
       left join authors a on a.id = e.author_id
       left join media m on m.id = e.featured_image_id
-      left join media_variants thumbnail on thumbnail.media_id = m.id and thumbnail.name = 'thumbnail'
-      left join media_variants medium on medium.media_id = m.id and medium.name = 'medium'
-      left join lateral (
-        select json_build_object(
-          'title', t.title,
-          'slug', t.slug,
-          'excerpt', t.excerpt,
-          'meta_title', t.meta_title,
-          'meta_description', t.meta_description
-        ) as value
-        from entry_translations t
-        where t.entry_id = e.id
-          and t.language_code in ((select selected from language), (select fallback from language))
-        order by t.language_code = (select selected from language) desc
-        limit 1
-      ) translation on true
-      cross join lateral (
-        select coalesce(
-          json_agg(json_build_object('id', term.id, 'name', term.name, 'slug', term.slug) order by et.position, term.id),
-          '[]'::json
-        ) as value
-        from entry_terms et
-        join terms term on term.id = et.term_id
-        where et.entry_id = e.id
-      ) entry_terms
+      ${withModel ? sql`` : itemRelations(sql)}
     )
   `
 }
 
-/**
- * The entries of `selected_entries` with their models (C25), in list order.
- * The item's own translation, image variants and terms are then taken from
- * the model (completeRow) rather than loaded twice.
- */
-function entryRowsWithModels(sql: Sql): PendingQuery<Row[]> {
+/** C11: the list order, stable across pages; `e` is in scope. */
+function listOrder(sql: Sql): PendingQuery<Row[]> {
+  return sql`e.published_at desc nulls last, e.id desc`
+}
+
+/** The lean row's translation, image and terms, from itemRelations. */
+function itemFields(sql: Sql): PendingQuery<Row[]> {
   return sql`
-    (
+    'translation', translation.value,
+    'image', case when m.id is null then null else json_build_object(
+      'path', m.path,
+      'thumbnail', thumbnail.path,
+      'medium', medium.path
+    ) end,
+    'terms', entry_terms.value
+  `
+}
+
+/** What a lean row needs beyond the entry: two image variants, one translation (C14), the terms (C16). */
+function itemRelations(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    left join media_variants thumbnail on thumbnail.media_id = m.id and thumbnail.name = 'thumbnail'
+    left join media_variants medium on medium.media_id = m.id and medium.name = 'medium'
+    left join lateral (
+      select json_build_object(
+        'title', t.title,
+        'slug', t.slug,
+        'excerpt', t.excerpt,
+        'meta_title', t.meta_title,
+        'meta_description', t.meta_description
+      ) as value
+      from entry_translations t
+      where t.entry_id = e.id
+        and t.language_code in ((select selected from language), (select fallback from language))
+      order by t.language_code = (select selected from language) desc
+      limit 1
+    ) translation on true
+    cross join lateral (
       select coalesce(
-        json_agg(
-          json_build_object(
-            'id', e.id,
-            'published_at', floor(extract(epoch from e.published_at))::bigint,
-            'created_at', floor(extract(epoch from e.created_at))::bigint,
-            'author', case when a.id is null then null else json_build_object('id', a.id, 'name', a.name) end,
-            'model', ${entryModel(sql)}
-          )
-          order by e.published_at desc nulls last, e.id desc
-        ),
+        json_agg(json_build_object('id', term.id, 'name', term.name, 'slug', term.slug) order by et.position, term.id),
         '[]'::json
-      )
-      from selected_entries s
-      join entries e on e.id = s.id
-      left join authors a on a.id = e.author_id
-      left join media m on m.id = e.featured_image_id
-    )
+      ) as value
+      from entry_terms et
+      join terms term on term.id = et.term_id
+      where et.entry_id = e.id
+    ) entry_terms
   `
 }
 
