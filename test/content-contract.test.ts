@@ -102,6 +102,11 @@ describe('paths and methods', () => {
     expect([unknown.status, unknown.body]).toEqual([404, { error: 'Content type not found.' }])
     const noSlug = await api.get('/api/v1/content/post/nope')
     expect([noSlug.status, noSlug.body]).toEqual([404, { error: 'Not found.' }])
+    // A type that cannot exist (bad percent-encoding, a NUL) is an unknown type, before any slug.
+    for (const path of ['/api/v1/content/%E0%A4%A', '/api/v1/content/%00', '/api/v1/content/nope/%E0%A4%A', '/api/v1/content/%00/hello']) {
+      const response = await api.get(path)
+      expect([path, response.status, response.body]).toEqual([path, 404, { error: 'Content type not found.' }])
+    }
   })
 })
 
@@ -149,6 +154,8 @@ describe('query parameters', () => {
     expect(await title('?lang=FR')).toBe('Hello')
     expect(await title('?lang=')).toBe('Hello')
     expect(await title('?lang=fr&utm_source=x&sort=title')).toBe('Bonjour')
+    expect(await title('?lang=%00')).toBe('Hello')
+    expect(await title('?lang=fr%00')).toBe('Hello')
   })
 
   test('C10: a repeated parameter: the last one wins', async () => {
@@ -199,6 +206,20 @@ describe('ordering and item shape', () => {
     const [dated, undated] = (await api.get('/api/v1/content/post')).body.data
     expect([dated.published_at, dated.created_at]).toEqual(['2026-03-04T03:06:07+00:00', '2026-01-01T00:59:59+00:00'])
     expect([undated.published_at, undated.created_at]).toEqual([null, '2026-01-01T09:30:00+00:00'])
+  })
+
+  test('C13: timestamps outside what RFC 3339 can write (years 0001-9999, ±infinity) are clamped, never a 500', async () => {
+    const setTimes = (id: number, publishedAt: string, createdAt: string) =>
+      db.sql`update entries set published_at = ${publishedAt}::text::timestamptz, created_at = ${createdAt}::text::timestamptz where id = ${id}`
+    await setTimes(await addEntry(db.sql), '-infinity', '10000-06-01 00:00:00+00')
+    await setTimes(await addEntry(db.sql, { translations: { en: { slug: 'ancient' } } }), '0500-01-01 00:00:00+00', '-infinity')
+    const list = await api.get('/api/v1/content/post')
+    expect(list.status).toBe(200)
+    expect(list.body.data.map((item: any) => [item.published_at, item.created_at])).toEqual([
+      ['0500-01-01T00:00:00+00:00', '0001-01-01T00:00:00+00:00'],
+      ['0001-01-01T00:00:00+00:00', '9999-12-31T23:59:59+00:00'],
+    ])
+    expect((await api.get('/api/v1/content/post/ancient')).status).toBe(200)
   })
 
   test('C14: translated fields come from the selected language, else the default one, per entry, never per field', async () => {
@@ -306,7 +327,7 @@ describe('single entry', () => {
     await addEntry(db.sql, { translations: { en: { slug: 'a/b' } } })
     expect((await api.get('/api/v1/content/post/caf%C3%A9')).body.data.id).toBe(accented)
     expect((await api.get('/api/v1/content/post/100%2525')).body.data.id).toBe(percent)
-    for (const path of ['/api/v1/content/post/CAF%C3%89', '/api/v1/content/post/a%2Fb', '/api/v1/content/post/a/b', '/api/v1/content/post/%E0%A4%A', '/api/v1/content/post/100%25']) {
+    for (const path of ['/api/v1/content/post/CAF%C3%89', '/api/v1/content/post/a%2Fb', '/api/v1/content/post/a/b', '/api/v1/content/post/%E0%A4%A', '/api/v1/content/post/100%25', '/api/v1/content/post/%00', '/api/v1/content/post/caf%C3%A9%00']) {
       const response = await api.get(path)
       expect([path, response.status, response.body]).toEqual([path, 404, { error: 'Not found.' }])
     }

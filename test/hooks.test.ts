@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { CONTENT_ITEM_HOOK, type ContentItemFilter, type EntryModel, type Extension, type FilterContext } from '../src/hooks/extension'
 import { loadExtensions } from '../src/hooks/loader'
 import { FilterRegistry } from '../src/hooks/registry'
@@ -110,6 +110,15 @@ describe('the filter hook service/api/content-item', () => {
     const keys = ['id', 'status', 'published_at', 'created_at', 'author', 'title', 'slug', 'meta_title', 'meta_description', 'featured_image', 'first', 'last']
     expect(Object.keys((await api.get('/api/v1/content/post')).body.data[0])).toEqual(keys)
     expect(Object.keys((await api.get('/api/v1/content/post/hello')).body.data)).toEqual(keys)
+    // Any name may be added, even one an object has by default.
+    const odd = apiWith([[(data) => ({ ...data, constructor: 'c', toString: 't' })]])
+    expect((await odd.get('/api/v1/content/post/hello')).body.data).toMatchObject({ constructor: 'c', toString: 't' })
+  })
+
+  test('C24: a callback may return any thenable, not only a native promise', async () => {
+    const thenable = (value: unknown) => ({ then: (resolve: (v: unknown) => void) => setTimeout(() => resolve(value), 5) })
+    const api = apiWith([[(data) => thenable({ ...data, via: 'thenable' }) as never]])
+    expect((await api.get('/api/v1/content/post/hello')).body.data.via).toBe('thenable')
   })
 
   test('C25: the model has every relation loaded, for a full entry and for one with no author, image or default translation', async () => {
@@ -200,6 +209,7 @@ describe('failures fail closed (C23, C26, C31)', () => {
     ['returns undefined', function forgetful(data) { void data; return undefined as never }, /forgetful from test\/hooks.test.ts returned undefined/],
     ['returns an array', function arrays() { return [] as never }, /arrays from test\/hooks.test.ts returned an array/],
     ['does not settle in time', async function sleepy(data) { await Bun.sleep(300); return data }, /sleepy from test\/hooks.test.ts did not settle within 50 ms/],
+    ['returns a thenable that never settles', function stuck() { return { then() {} } as never }, /stuck from test\/hooks.test.ts did not settle within 50 ms/],
   ]
   for (const [what, callback, logged] of cases) {
     test(`a callback that ${what}: 500 without the unfiltered item; the log names the extension; the app keeps serving`, async () => {
@@ -257,7 +267,8 @@ describe('the extension loader', () => {
     await Bun.write(join(folder, 'a-first.ts'), extension('a'))
     await Bun.write(join(folder, 'c-third.ts'), extension('c'))
     await Bun.write(join(folder, 'notes.md'), 'not an extension')
-    const { registry, files } = await loadExtensions(folder)
+    // A relative EXTENSIONS_DIR is read from the working directory.
+    const { registry, files } = await loadExtensions(relative(process.cwd(), folder))
     expect(files).toEqual(['a-first.ts', 'b-second.ts', 'c-third.ts'])
     const api = testApp(db.url, {}, registry)
     opened.push(api)
@@ -278,6 +289,6 @@ describe('the extension loader', () => {
   test('an unknown hook name is refused at load time', async () => {
     const folder = join(dir, 'typo')
     await Bun.write(join(folder, 'typo.ts'), "export default ({ addFilter }) => addFilter('service/api/content-items', (data) => data)\n")
-    expect(loadExtensions(folder)).rejects.toThrow(/typo.ts failed to load: Unknown hook "service\/api\/content-items"/)
+    await expect(loadExtensions(folder)).rejects.toThrow(/typo.ts failed to load: Unknown hook "service\/api\/content-items"/)
   })
 })

@@ -145,11 +145,11 @@ describe('migrations', () => {
     expect(types.map((row) => row.slug)).toEqual(['page', 'post'])
     const languages = await db.sql`select code, is_default from languages`
     expect([...languages]).toEqual([{ code: 'en', is_default: true }])
-    expect(db.sql`insert into languages (code, name, is_default) values ('fr', 'Français', true)`).rejects.toThrow()
+    await expect(db.sql`insert into languages (code, name, is_default) values ('fr', 'Français', true)`).rejects.toThrow()
   })
 
   test('status accepts only draft, scheduled and published', async () => {
-    expect(db.sql`insert into entries (content_type_id, status) select id, 'archived' from content_types where slug = 'post'`).rejects.toThrow()
+    await expect(db.sql`insert into entries (content_type_id, status) select id, 'archived' from content_types where slug = 'post'`).rejects.toThrow()
   })
 
   test('migrate a second time applies nothing and changes nothing', async () => {

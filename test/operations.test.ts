@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmbeddedDatabase } from '../src/db/embedded'
 import { migrate } from '../src/db/migrate'
-import { connectDatabase } from '../src/db/connect'
+import { connectDatabase, withDeadline } from '../src/db/connect'
 import { createTestDatabase } from './support/database'
 import { testApp, type TestApp } from './support/app'
 import { addEntry } from './support/fixtures'
@@ -58,6 +58,29 @@ describe('health probes', () => {
   })
 })
 
+describe('deadlines', () => {
+  test('withDeadline rejects with DATABASE_TIMEOUT and withdraws the abandoned work', async () => {
+    let cancelled = 0
+    const never = new Promise<never>(() => {})
+    const started = performance.now()
+    await expect(withDeadline(never, 30, () => cancelled++)).rejects.toMatchObject({ code: 'DATABASE_TIMEOUT' })
+    await Bun.sleep(60)
+    expect(cancelled).toBe(1)
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(await withDeadline(Promise.resolve('fast'), 30, () => cancelled++)).toBe('fast')
+    await Bun.sleep(40)
+    expect(cancelled).toBe(1)
+  })
+})
+
+describe('documentation assets', () => {
+  test('an unknown file under /docs/assets is a JSON 404 (C4)', async () => {
+    const response = await open(db.url).get('/docs/assets/secret.js')
+    expect([response.status, response.body, response.headers.get('content-type')]).toEqual([404, { error: 'Not found.' }, 'application/json; charset=utf-8'])
+    expect((await open(db.url).get('/docs/assets/swagger-ui.css')).headers.get('content-type')).toBe('text/css; charset=utf-8')
+  })
+})
+
 describe('logs', () => {
   test('one JSON line per request: time, level, request id, method, path, query, status, duration; never headers', async () => {
     const api = open(db.url, { LOG_LEVEL: 'info' })
@@ -87,7 +110,7 @@ describe('graceful shutdown', () => {
     const signalled = performance.now()
     service.process.kill('SIGTERM')
     await Bun.sleep(100)
-    expect(fetch(`${service.url}/healthz`)).rejects.toThrow()
+    await expect(fetch(`${service.url}/healthz`)).rejects.toThrow()
     const response = await inFlight
     expect(response.status).toBe(200)
     expect(await response.json()).toMatchObject({ data: { slug: 'hello', slow: true } })

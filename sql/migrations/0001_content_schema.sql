@@ -121,4 +121,5 @@ on conflict (slug) do nothing;
 
 insert into languages (code, name, is_default)
 select 'en', 'English', true
-where not exists (select 1 from languages where is_default);
+where not exists (select 1 from languages where is_default)
+on conflict (code) do update set is_default = true;

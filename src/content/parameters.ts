@@ -1,4 +1,4 @@
-import { badParameter } from '../http/errors'
+import { badParameter, contentTypeNotFound } from '../http/errors'
 
 export const DEFAULT_PER_PAGE = 20
 export const MAX_PER_PAGE = 100
@@ -26,4 +26,27 @@ function readPositiveInteger(name: string, text: string | undefined, fallback: n
   const value = DECIMAL_DIGITS.test(text) ? Number(text) : 0
   if (value >= 1 && (name === 'per_page' || Number.isSafeInteger(value))) return value
   throw badParameter(name)
+}
+
+/**
+ * PostgreSQL text cannot hold a NUL character, so a value with one can match
+ * nothing. A path segment that is not valid percent-encoding arrives as NUL
+ * too (see `markUndecodable` in routes.ts).
+ */
+const UNMATCHABLE = /[\u0000]/
+
+/** C5: a type that cannot exist is an unknown type. */
+export function readType(type: string): string {
+  if (UNMATCHABLE.test(type)) throw contentTypeNotFound()
+  return type
+}
+
+/** C20: a slug holding "/" (sent as %2F), or one that cannot exist, matches no entry: null. */
+export function readSlug(slug: string): string | null {
+  return slug.includes('/') || UNMATCHABLE.test(slug) ? null : slug
+}
+
+/** C9: a language code that cannot exist is an unknown one: the default language. */
+export function readLanguage(lang: string | undefined): string | undefined {
+  return lang !== undefined && UNMATCHABLE.test(lang) ? undefined : lang
 }

@@ -1,6 +1,9 @@
 import type { PendingQuery, Row } from 'postgres'
-import type { Sql } from '../db/connect'
+import { withDeadline, type Sql } from '../db/connect'
 import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
+
+/** setTimeout's longest delay: no deadline to speak of. */
+const NO_DEADLINE = 2 ** 31 - 1
 
 /** One entry as the statements below return it, before mapping (see map-item.ts). */
 export interface EntryRow {
@@ -53,6 +56,8 @@ export interface EntryMatch {
 export interface ListOptions {
   /** Also load each entry's full model for the filter hook (C25). */
   withModel?: boolean
+  /** Give up (503) and cancel the statement after this long (C22). */
+  timeoutMs?: number
   type: string
   lang: string | undefined
   limit: number
@@ -61,6 +66,7 @@ export interface ListOptions {
 
 export interface FindOptions {
   withModel?: boolean
+  timeoutMs?: number
   type: string
   lang: string | undefined
   /** null matches no entry. */
@@ -74,7 +80,8 @@ export interface FindOptions {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await listStatement(sql, options)
+  const statement = listStatement(sql, options)
+  const [result] = await withDeadline(statement, options.timeoutMs ?? NO_DEADLINE, () => statement.cancel())
   const languages = languagesOf(result)
   return { typeExists: result.type_exists, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
 }
@@ -112,7 +119,8 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
  * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
  */
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
-  const [result] = await findStatement(sql, options)
+  const statement = findStatement(sql, options)
+  const [result] = await withDeadline(statement, options.timeoutMs ?? NO_DEADLINE, () => statement.cancel())
   const languages = languagesOf(result)
   return { typeExists: result.type_exists, languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
 }
@@ -217,8 +225,8 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
         json_agg(
           json_build_object(
             'id', e.id,
-            'published_at', floor(extract(epoch from e.published_at))::bigint,
-            'created_at', floor(extract(epoch from e.created_at))::bigint,
+            'published_at', ${epochSeconds(sql, sql`e.published_at`)},
+            'created_at', ${epochSeconds(sql, sql`e.created_at`)},
             'author', case when a.id is null then null else json_build_object('id', a.id, 'name', a.name) end,
             ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
           )
@@ -232,6 +240,19 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
       left join media m on m.id = e.featured_image_id
       ${withModel ? sql`` : itemRelations(sql)}
     )
+  `
+}
+
+/**
+ * A timestamp as whole Unix seconds (C13 formats it). RFC 3339 has room for
+ * years 0001 to 9999 only: values outside, ±infinity included, are clamped
+ * to that range rather than failing the whole page.
+ */
+function epochSeconds(sql: Sql, column: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`
+    case when ${column} is not null then
+      floor(extract(epoch from least(greatest(${column}, '0001-01-01 00:00:00+00'::timestamptz), '9999-12-31 23:59:59+00'::timestamptz)))::bigint
+    end
   `
 }
 
@@ -315,7 +336,7 @@ function entryModel(sql: Sql): PendingQuery<Row[]> {
         from content_types ct
         where ct.id = e.content_type_id
       ),
-      'updated_at', floor(extract(epoch from e.updated_at))::bigint,
+      'updated_at', ${epochSeconds(sql, sql`e.updated_at`)},
       'author_id', e.author_id,
       'featured_image_id', e.featured_image_id,
       'translations', (

@@ -1,6 +1,5 @@
 import { Elysia, t } from 'elysia'
 import type { AppDependencies } from '../app'
-import { withDeadline } from '../db/connect'
 import { contentTypeNotFound, methodNotAllowed, notFound } from '../http/errors'
 import { jsonResponse } from '../http/json-response'
 import { applyItemFilters } from '../hooks/apply-item-filters'
@@ -9,7 +8,7 @@ import type { FilterContext } from '../hooks/extension'
 import { toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
 import { toItem } from './map-item'
-import { readPagination } from './parameters'
+import { readLanguage, readPagination, readSlug, readType } from './parameters'
 import { findLiveEntryBySlug, listLiveEntries, type EntryRow, type Languages } from './queries'
 import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowResponse, TypeParams, type Item } from './schemas'
 
@@ -47,10 +46,14 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       async ({ params, query, request, set }) => {
         const { page, perPage } = readPagination(query)
         const offset = Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER)
-        const result = await withDeadline(
-          listLiveEntries(sql, { type: params.type, lang: query.lang, limit: perPage, offset, withModel: !filters.isEmpty }),
-          config.databaseTimeoutMs,
-        )
+        const result = await listLiveEntries(sql, {
+          type: readType(params.type),
+          lang: readLanguage(query.lang),
+          limit: perPage,
+          offset,
+          withModel: !filters.isEmpty,
+          timeoutMs: config.databaseTimeoutMs,
+        })
         if (!result.typeExists) throw contentTypeNotFound()
         const data = await filterItems(request, set.headers, 'service.api.content.index', result.languages, result.rows)
         return jsonResponse<typeof ListResponse.static>({
@@ -64,6 +67,7 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
         })
       },
       {
+        transform: markUndecodable,
         params: TypeParams,
         query: ListQuery,
         response: { 200: ListResponse, 400: ErrorResponse, 404: ErrorResponse, ...FAULTS },
@@ -78,18 +82,21 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
     .get(
       SHOW_PATH,
       async ({ params, query, request, set }) => {
-        // C20: a slug holding "/" (sent as %2F) matches nothing, but the type is still checked first (C5).
-        const slug = params.slug.includes('/') ? null : params.slug
-        const result = await withDeadline(
-          findLiveEntryBySlug(sql, { type: params.type, lang: query.lang, slug, withModel: !filters.isEmpty }),
-          config.databaseTimeoutMs,
-        )
+        // A slug that can match nothing still goes to the database: the type is checked first (C5).
+        const result = await findLiveEntryBySlug(sql, {
+          type: readType(params.type),
+          lang: readLanguage(query.lang),
+          slug: readSlug(params.slug),
+          withModel: !filters.isEmpty,
+          timeoutMs: config.databaseTimeoutMs,
+        })
         if (!result.typeExists) throw contentTypeNotFound()
         if (result.row === null) throw notFound()
         const [data] = await filterItems(request, set.headers, 'service.api.content.show', result.languages, [result.row])
         return jsonResponse<typeof ShowResponse.static>({ data })
       },
       {
+        transform: markUndecodable,
         params: EntryParams,
         query: ShowQuery,
         response: { 200: ShowResponse, 404: ErrorResponse, ...FAULTS },
@@ -103,6 +110,15 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
     )
     .all(LIST_PATH, ({ request }) => rejectMethod(request), { detail: { hide: true } })
     .all(SHOW_PATH, ({ request }) => rejectMethod(request), { detail: { hide: true } })
+}
+
+/**
+ * Elysia hands over a path segment that is not valid percent-encoding as null.
+ * It becomes NUL, a value that matches nothing, so that such a type is an
+ * unknown type (C5) and such a slug is "Not found." after the type check (C20).
+ */
+function markUndecodable({ params }: { params: Record<string, string | null> }): void {
+  for (const name of Object.keys(params)) params[name] ??= '\u0000'
 }
 
 /** C3: any method but GET, HEAD and OPTIONS on an API path. */

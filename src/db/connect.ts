@@ -40,13 +40,21 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
 
 /**
  * Rejects with code `DATABASE_TIMEOUT` when `work` has not settled within
- * `ms`: a database that hangs (not merely refuses) still gets a bounded 503 (C22).
- * @example const page = await withDeadline(listLiveEntries(sql, options), 5000)
+ * `ms`: a database that hangs (not merely refuses) still gets a bounded 503
+ * (C22). `cancel` then withdraws the work (a queued statement leaves the
+ * queue, a running one is cancelled), so abandoned statements do not pile up.
+ * @example const [row] = await withDeadline(statement, 5000, () => statement.cancel())
  */
-export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+export async function withDeadline<T>(work: Promise<T>, ms: number, cancel?: () => unknown): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`The database did not answer within ${ms} ms.`), { code: 'DATABASE_TIMEOUT' })), ms)
+    timer = setTimeout(() => {
+      // A cancel request to a frozen server may itself fail: nothing waits for it.
+      Promise.resolve()
+        .then(cancel)
+        .catch(() => {})
+      reject(Object.assign(new Error(`The database did not answer within ${ms} ms.`), { code: 'DATABASE_TIMEOUT' }))
+    }, ms)
   })
   // The late answer, or failure, of work given up on must not surface as an unhandled rejection.
   work.catch(() => {})

@@ -1,6 +1,7 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { join } from 'node:path'
+import { notFound } from '../http/errors'
 
 const SWAGGER_UI = join(import.meta.dir, '..', '..', 'node_modules', 'swagger-ui-dist')
 export const OPENAPI_PATH = '/api/v1/openapi.json'
@@ -22,7 +23,7 @@ export function apiDocumentation() {
       '/docs/assets/:file',
       ({ params }) => {
         const type = ASSETS[params.file]
-        if (!type) return undefined
+        if (!type) throw notFound()
         return new Response(Bun.file(join(SWAGGER_UI, params.file)), {
           headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
         })

@@ -40,7 +40,7 @@ async function filterOne(
     let result: unknown
     try {
       result = filter.callback(data, model, context)
-      if (result instanceof Promise) result = await settleWithin(result, timeoutMs, filter)
+      if (isThenable(result)) result = await settleWithin(Promise.resolve(result), timeoutMs, filter)
     } catch (error) {
       throw error instanceof FilterError ? error : new FilterError(filter, `threw: ${describe(error)}`, { cause: error })
     }
@@ -54,10 +54,15 @@ async function filterOne(
 
 /** C27: fields a callback adds come after the default fields, whatever the order it built them in. */
 function withDefaultKeysFirst(data: ItemData): ItemData {
-  const ordered: ItemData = {}
-  for (const key of DEFAULT_KEYS) if (key in data) ordered[key] = data[key]
-  for (const key of Object.keys(data)) if (!(key in ordered)) ordered[key] = data[key]
+  // No prototype: an added field may be called "constructor" or "__proto__".
+  const ordered: ItemData = Object.create(null)
+  for (const key of DEFAULT_KEYS) if (Object.hasOwn(data, key)) ordered[key] = data[key]
+  for (const key of Object.keys(data)) if (!Object.hasOwn(ordered, key)) ordered[key] = data[key]
   return ordered
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function'
 }
 
 function settleWithin(promise: Promise<unknown>, timeoutMs: number, filter: RegisteredFilter): Promise<unknown> {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
-import { join, relative } from 'node:path'
+import { relative, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import type { ExtensionApi } from './extension'
 import { FilterRegistry } from './registry'
 
@@ -8,7 +9,8 @@ import { FilterRegistry } from './registry'
 export class ExtensionLoadError extends Error {}
 
 /**
- * Loads every `*.ts` file directly in `dir`, in file-name order, and calls its
+ * Loads every `*.ts` file directly in `dir` (relative to the working
+ * directory), in file-name order, and calls its
  * default export with `{ addFilter }`.
  * @example const registry = await loadExtensions('src/hooks/extensions')
  */
@@ -20,10 +22,10 @@ export async function loadExtensions(dir: string): Promise<{ registry: FilterReg
     .map((file) => file.name)
     .sort()
   for (const file of files) {
-    const path = join(dir, file)
+    const path = resolve(dir, file)
     const source = relative(process.cwd(), path) || path
     try {
-      const module = await import(path)
+      const module = await import(pathToFileURL(path).href)
       if (typeof module.default !== 'function') throw new Error('its default export is not a function; see src/hooks/README.md.')
       const api: ExtensionApi = { addFilter: (name, callback, priority) => registry.add(name, callback, priority, source) }
       await module.default(api)
