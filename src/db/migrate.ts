@@ -43,6 +43,14 @@ export async function pendingMigrations(sql: Sql, dir = MIGRATIONS_DIR): Promise
   return files.filter((name) => !done.has(name))
 }
 
-async function migrationFiles(dir: string): Promise<string[]> {
-  return (await readdir(dir)).filter((name) => name.endsWith('.sql')).sort()
+/** The files ship with the service and do not change while it runs: /readyz need not list them on every probe. */
+const listed = new Map<string, Promise<string[]>>()
+
+function migrationFiles(dir: string): Promise<string[]> {
+  if (!listed.has(dir)) {
+    const files = readdir(dir).then((names) => names.filter((name) => name.endsWith('.sql')).sort())
+    files.catch(() => listed.delete(dir))
+    listed.set(dir, files)
+  }
+  return listed.get(dir)!
 }
