@@ -29,5 +29,3 @@ export function createApp(dependencies: AppDependencies) {
     .use(healthRoutes(dependencies.sql, dependencies.config.databaseTimeoutMs))
     .use(contentRoutes(dependencies))
 }
-
-export type App = ReturnType<typeof createApp>
