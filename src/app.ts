@@ -22,7 +22,9 @@ export interface AppDependencies {
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
 export function createApp(dependencies: AppDependencies) {
-  return new Elysia({ name: 'vitrine', normalize: false })
+  // The router finds the path after the first '/' past `http://`, whatever the Host
+  // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
+  return new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
     .use(requestPolicy(dependencies.log))
     .use(corsPolicy(dependencies.config))
     .use(apiDocumentation())

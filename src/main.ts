@@ -6,6 +6,7 @@ import { migrate, pendingMigrations } from './db/migrate'
 import { resolveDatabase } from './db/open'
 import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
+import { serveApp } from './http/serve'
 import { createLogger } from './log'
 
 runCommand(async () => {
@@ -35,8 +36,8 @@ runCommand(async () => {
     if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
   }
 
-  const app = createApp({ sql, config, log, filters }).listen({ port: config.port, hostname: config.host })
-  const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${app.server!.port}`
+  const server = serveApp(createApp({ sql, config, log, filters }), { port: config.port, hostname: config.host, log })
+  const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}`
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
 
   // Code of an extension that forgets a promise must not bring the service down.
@@ -47,7 +48,6 @@ runCommand(async () => {
   // signal closes the remaining connections at once.
   let stopping = false
   const shutdown = async (signal: string) => {
-    const server = app.server!
     if (stopping) {
       log.warn('second signal: closing the remaining connections', { signal })
       void server.stop(true)

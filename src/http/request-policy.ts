@@ -32,7 +32,7 @@ export function requestPolicy(log: Logger) {
         log.error(failure.status === 503 ? 'database unavailable' : 'request failed', {
           requestId: set.headers['x-request-id'],
           method: request.method,
-          path: new URL(request.url).pathname,
+          path: requestTarget(request.url).path,
           error,
         })
       }
@@ -41,18 +41,33 @@ export function requestPolicy(log: Logger) {
       return { error: failure.message }
     })
     .onAfterResponse({ as: 'global' }, ({ request, set }) => {
-      const url = new URL(request.url)
-      const fields = {
-        requestId: set.headers['x-request-id'],
-        method: request.method,
-        path: url.pathname,
-        query: url.search.slice(1) || undefined,
-        status: typeof set.status === 'number' ? set.status : 200,
-        ms: Math.round((performance.now() - (startedAt.get(request) ?? performance.now())) * 10) / 10,
+      // This runs after the response, outside any handler: whatever throws here would end the process.
+      try {
+        const { path, query } = requestTarget(request.url)
+        const fields = {
+          requestId: set.headers['x-request-id'],
+          method: request.method,
+          path,
+          query,
+          status: typeof set.status === 'number' ? set.status : 200,
+          ms: Math.round((performance.now() - (startedAt.get(request) ?? performance.now())) * 10) / 10,
+        }
+        if (QUIET_PATHS.has(path)) log.debug('request', fields)
+        else log.info('request', fields)
+      } catch (error) {
+        log.error('the request log line failed', { error })
       }
-      if (QUIET_PATHS.has(url.pathname)) log.debug('request', fields)
-      else log.info('request', fields)
     })
+}
+
+/**
+ * The path and query of a request URL, for the log; never throws, whatever the URL.
+ * @example requestTarget('http://localhost/api/v1/content/post?page=2') // { path: '/api/v1/content/post', query: 'page=2' }
+ */
+export function requestTarget(url: string): { path: string; query: string | undefined } {
+  if (!URL.canParse(url)) return { path: url, query: undefined }
+  const parsed = new URL(url)
+  return { path: parsed.pathname, query: parsed.search.slice(1) || undefined }
 }
 
 function toHttpError(code: unknown, error: unknown): HttpError {

@@ -1,0 +1,77 @@
+import type { Server } from 'bun'
+import type { Logger } from '../log'
+import { JSON_CONTENT_TYPE } from './json-response'
+
+/** What `serveApp` needs of an Elysia app: its fetch handler. */
+export interface Fetchable {
+  fetch(request: Request): Response | Promise<Response>
+}
+
+export interface ServeOptions {
+  port: number
+  hostname: string
+  /** Let several processes share the port (WORKERS); off, a port in use fails the start. */
+  reusePort?: boolean
+  log: Logger
+}
+
+/**
+ * Serves the app on a real socket. Routing must depend on the path alone, yet
+ * Bun hands a request whose Host is missing, empty or odd (`GET / HTTP/1.0`,
+ * `Host: a/b`) over with a bare path as its URL, and a `CONNECT` with its
+ * authority (`127.0.0.1:3000`) as its URL. Every request therefore reaches the
+ * app with an absolute URL built from its path, or gets a 400 here: nothing a
+ * client sends can make the router, a log line or a hook parse a URL that is
+ * not one.
+ * @example const server = serveApp(createApp(deps), { port: 3000, hostname: '0.0.0.0', log })
+ */
+export function serveApp(app: Fetchable, options: ServeOptions): Server<undefined> {
+  return Bun.serve({
+    port: options.port,
+    hostname: options.hostname,
+    reusePort: options.reusePort ?? false,
+    development: false,
+    // Elysia's default: a connection idle this long (seconds) is closed.
+    idleTimeout: 30,
+    fetch(request) {
+      const routable = withAbsoluteUrl(request)
+      if (routable) return app.fetch(routable)
+      options.log.info('request', { method: request.method, status: 400, reason: 'the request target is not a path' })
+      return edgeError(400, 'Bad request.')
+    },
+    // The app answers its own errors; this is the last line if it ever throws.
+    error(error) {
+      options.log.error('request failed outside the app', { error })
+      return edgeError(500, 'Internal server error.')
+    },
+  })
+}
+
+/**
+ * The request with an absolute `http://` URL, or null when its target is not a
+ * path at all (the authority-form of CONNECT). Bun refuses the asterisk-form
+ * (`OPTIONS *`) itself with a 400.
+ */
+export function withAbsoluteUrl(request: Request): Request | null {
+  const url = request.url
+  if (url.startsWith('http://') || url.startsWith('https://')) return request
+  if (!url.startsWith('/')) return null
+  try {
+    return new Request(`http://localhost${url}`, request)
+  } catch {
+    // A method the Request constructor refuses (TRACE, TRACK) on a bare path.
+    return null
+  }
+}
+
+function edgeError(status: number, message: string): Response {
+  return new Response(JSON.stringify({ error: message }), {
+    status,
+    headers: {
+      'content-type': JSON_CONTENT_TYPE,
+      'x-content-type-options': 'nosniff',
+      'x-request-id': crypto.randomUUID(),
+      connection: 'close',
+    },
+  })
+}
