@@ -1,7 +1,7 @@
 import { createApp } from './app'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
-import { connectDatabase } from './db/connect'
+import { connectDatabase, openReadPool } from './db/connect'
 import { migrate, pendingMigrations } from './db/migrate'
 import { resolveDatabase } from './db/open'
 import { seedDemo } from './demo/seed-demo'
@@ -15,22 +15,26 @@ runCommand(async () => {
   // Extensions first: one that fails to load stops the start before anything else is set up.
   const { registry: filters, files } = await loadExtensions(config.extensionsDir)
   if (files.length) log.info('loaded extensions', { files })
+  // Code of an extension that forgets a promise, or a fault deep in a library, must not bring the service down.
+  process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
+  process.on('uncaughtException', (error) => log.error('uncaught exception', { error }))
+
   const target = await resolveDatabase(config, log)
-  const sql = connectDatabase(target.url, {
-    max: config.databasePoolMax,
-    timeoutMs: config.databaseTimeoutMs,
-    statementTimeoutMs: config.databaseTimeoutMs,
-  })
+  // Read-only: neither a bug nor an extension can write through it.
+  const sql = openReadPool(target.url, config)
 
   if (target.embedded) {
     // The embedded database is this process's own: keep it migrated, and give
-    // a new user something to look at on the very first run.
-    const applied = await migrate(sql)
+    // a new user something to look at on the very first run. Writes go through
+    // a connection of their own.
+    const admin = connectDatabase(target.url, { max: 1, timeoutMs: config.databaseTimeoutMs })
+    const applied = await migrate(admin)
     if (applied.length) log.info('migrated the embedded database', { applied })
     if (target.embedded.created) {
-      const { entries } = await seedDemo(sql)
+      const { entries } = await seedDemo(admin)
       log.info('loaded the demo content', { entries })
     }
+    await admin.end()
   } else {
     const pending = await pendingMigrations(sql).catch(() => [])
     if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
@@ -39,9 +43,6 @@ runCommand(async () => {
   const server = serveApp(createApp({ sql, config, log, filters }), { port: config.port, hostname: config.host, log })
   const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}`
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
-
-  // Code of an extension that forgets a promise must not bring the service down.
-  process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
 
   // Graceful stop: refuse new connections, let requests in flight finish (up to
   // SHUTDOWN_GRACE_MS), then close the pool and the embedded database. A second

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres'
-import { withDeadline, type Sql } from '../db/connect'
+import type { Sql } from '../db/connect'
+import { runRead } from '../db/read'
 import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
 
 /** setTimeout's longest delay: no deadline to speak of. */
@@ -56,7 +57,7 @@ export interface EntryMatch {
 export interface ListOptions {
   /** Also load each entry's full model for the filter hook (C25). */
   withModel?: boolean
-  /** Give up (503) and cancel the statement after this long (C22). */
+  /** Give up (503) and cancel the statement after this long (C22); a lost connection is retried once within it. */
   timeoutMs?: number
   type: string
   lang: string | undefined
@@ -80,8 +81,7 @@ export interface FindOptions {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const statement = listStatement(sql, options)
-  const [result] = await withDeadline(statement, options.timeoutMs ?? NO_DEADLINE, () => statement.cancel())
+  const [result] = await runRead(() => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
   return { typeExists: result.type_exists, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
 }
@@ -119,8 +119,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
  * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
  */
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
-  const statement = findStatement(sql, options)
-  const [result] = await withDeadline(statement, options.timeoutMs ?? NO_DEADLINE, () => statement.cancel())
+  const [result] = await runRead(() => findStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
   return { typeExists: result.type_exists, languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
 }

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { withDeadline, type Sql } from '../db/connect'
 import { pendingMigrations } from '../db/migrate'
 import { ErrorResponse } from '../content/schemas'
-import { HttpError, isDatabaseUnavailable } from './errors'
+import { HttpError } from './errors'
 import { jsonResponse } from './json-response'
 
 const Status = t.Object({ status: t.String() })
@@ -23,9 +23,9 @@ export function healthRoutes(sql: Sql, timeoutMs: number) {
         let pending: string[]
         try {
           pending = await withDeadline(pendingMigrations(sql), timeoutMs)
-        } catch (error) {
-          if (isDatabaseUnavailable(error)) throw new HttpError(503, 'The database is not reachable.', { 'retry-after': '5' })
-          throw error
+        } catch {
+          // Whatever kept the probe from its answer (refused, 55000, 28P01, a hang), the instance is not ready.
+          throw new HttpError(503, 'The database is not reachable.', { 'retry-after': '2' })
         }
         if (pending.length) throw new HttpError(503, 'The database schema is not migrated: run `bun run migrate`.', { 'retry-after': '30' })
         return jsonResponse({ status: 'ready' })

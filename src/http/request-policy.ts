@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia'
 import type { Logger } from '../log'
 import { JSON_CONTENT_TYPE } from './json-response'
-import { HttpError, INTERNAL_ERROR, isDatabaseUnavailable, notFound, serviceUnavailable } from './errors'
+import { DatabaseUnavailableError } from '../db/read'
+import { HttpError, INTERNAL_ERROR, notFound, serviceUnavailable } from './errors'
 
 /** An incoming X-Request-Id is echoed only when it is short and plain (C29). */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/
@@ -29,12 +30,9 @@ export function requestPolicy(log: Logger) {
     .onError({ as: 'global' }, ({ code, error, set, request }) => {
       const failure = toHttpError(code, error)
       if (failure.status >= 500) {
-        log.error(failure.status === 503 ? 'database unavailable' : 'request failed', {
-          requestId: set.headers['x-request-id'],
-          method: request.method,
-          path: requestTarget(request.url).path,
-          error,
-        })
+        const fields = { requestId: set.headers['x-request-id'], method: request.method, path: requestTarget(request.url).path }
+        if (error instanceof DatabaseUnavailableError) logUnavailable(log, error, fields)
+        else log.error('request failed', { ...fields, error })
       }
       set.status = failure.status
       Object.assign(set.headers, failure.headers, { 'content-type': JSON_CONTENT_TYPE })
@@ -79,6 +77,17 @@ function toHttpError(code: unknown, error: unknown): HttpError {
     if (part === 'params') return notFound()
     if (part === 'query') return new HttpError(400, 'The query string is not valid.')
   }
-  if (isDatabaseUnavailable(error)) return serviceUnavailable()
+  if (error instanceof DatabaseUnavailableError) return serviceUnavailable(error)
   return new HttpError(500, INTERNAL_ERROR)
+}
+
+/**
+ * C22: a 503 says why in the log: its reason and the driver's or server's code.
+ * A failure that will not heal by itself (a wrong password) is an error; a
+ * passing one (refused, lost, slow) a warning.
+ */
+function logUnavailable(log: Logger, failure: DatabaseUnavailableError, fields: Record<string, unknown>): void {
+  const details = { ...fields, reason: failure.reason, code: failure.code, cause: failure.cause instanceof Error ? failure.cause.message : undefined }
+  if (failure.needsOperator) log.error('database unavailable: this will not heal by itself, check DATABASE_URL and the role', details)
+  else log.warn('database unavailable', details)
 }

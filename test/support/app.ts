@@ -1,6 +1,6 @@
 import { createApp } from '../../src/app'
 import { loadConfig, type Config } from '../../src/config'
-import { connectDatabase, type Sql } from '../../src/db/connect'
+import { openReadPool, type Sql } from '../../src/db/connect'
 import { FilterRegistry } from '../../src/hooks/registry'
 import { createLogger, type Logger } from '../../src/log'
 
@@ -30,7 +30,8 @@ export function testApp(databaseUrl: string, env: Record<string, string> = {}, f
   const config = loadConfig({ DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
   const statements: string[] = []
   const logs: string[] = []
-  const sql = connectDatabase(databaseUrl, { max: 4, timeoutMs: config.databaseTimeoutMs, onQuery: (query) => statements.push(query) })
+  // The service's own pool settings (read-only, statement_timeout), with a smaller pool.
+  const sql = openReadPool(databaseUrl, { ...config, databasePoolMax: 4 }, (query) => statements.push(query))
   const log: Logger = createLogger(config.logLevel, (line) => logs.push(line))
   const app = createApp({ sql, config, log, filters })
   return {

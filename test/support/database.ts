@@ -49,8 +49,11 @@ export async function provisionCluster(): Promise<void> {
 export async function teardownCluster(): Promise<void> {
   if (!cluster) return
   const { admin, created, embedded, dataDir } = cluster
-  for (const name of created.reverse()) {
-    await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {})
+  // An embedded cluster goes away whole with its folder; a server keeps only what we drop.
+  if (!embedded) {
+    for (const name of created.reverse()) {
+      await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {})
+    }
   }
   await admin.end()
   await embedded?.stop()

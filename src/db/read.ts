@@ -1,0 +1,92 @@
+import type { PendingQuery, Row } from 'postgres'
+import { withDeadline } from './connect'
+
+/**
+ * Why the database could not answer. None of them is the client's fault, nor
+ * a bug in the request: each is a 503 with Retry-After (C22).
+ * - `connect`: no connection could be had (refused, unreachable, a startup error
+ *   such as 55000 "not accepting connections", 3D000, 28P01), whatever its code;
+ * - `lost`: the connection broke while the statement was on it;
+ * - `timeout`: no answer within DATABASE_TIMEOUT_MS, or statement_timeout (57014);
+ * - `overloaded`: the server is out of a resource (SQLSTATE class 53).
+ */
+export type UnavailableReason = 'connect' | 'lost' | 'timeout' | 'overloaded'
+
+/** The database could not answer; `code` is the driver's or the server's, for the log. */
+export class DatabaseUnavailableError extends Error {
+  readonly code: string | undefined
+  constructor(
+    readonly reason: UnavailableReason,
+    cause: unknown,
+  ) {
+    super(`The database is unavailable (${reason}): ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+    this.name = 'DatabaseUnavailableError'
+    this.code = codeOf(cause)
+  }
+
+  /** Failures that will not heal by themselves: the operator must act. */
+  get needsOperator(): boolean {
+    return this.code !== undefined && NEEDS_OPERATOR.has(this.code)
+  }
+}
+
+/** Wrong password or role, no such database, no pg_hba.conf entry: retrying will not help. */
+const NEEDS_OPERATOR = new Set(['28P01', '28000', '3D000', '42501'])
+
+/** The driver's codes for a connection that broke, and the server's for a backend that is going away. */
+const CONNECTION_LOST = new Set([
+  'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED',
+  'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
+  '57P01', '57P02', '57P03',
+])
+
+/**
+ * Runs one read statement within `timeoutMs`. A statement whose connection
+ * is lost is run once more, on another connection, inside the same deadline:
+ * reads are idempotent, so a failover or a pooler restart costs the client
+ * nothing. A statement given up on is cancelled (C22). Database faults come
+ * out as DatabaseUnavailableError; anything else (a bug) as it was.
+ * @example const [row] = await runRead(() => sql`select 1 as one`, 5000)
+ */
+export async function runRead<T extends readonly Row[]>(build: () => PendingQuery<T>, timeoutMs: number): Promise<T> {
+  const deadline = performance.now() + timeoutMs
+  for (let attempt = 1; ; attempt++) {
+    const statement = build()
+    try {
+      return await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())
+    } catch (error) {
+      const failure = toDatabaseFailure(error, wasSent(statement))
+      if (failure?.reason === 'lost' && attempt === 1 && performance.now() < deadline) continue
+      throw failure ?? error
+    }
+  }
+}
+
+/**
+ * Sorts a failure by where it happened rather than by a list of codes that
+ * would always miss one: before the statement reached a connection, any
+ * failure is a failure to connect. Null: not a database fault (a bug, 500).
+ * @example toDatabaseFailure(Object.assign(new Error(), { code: '55000' }), false)?.reason // 'connect'
+ */
+export function toDatabaseFailure(error: unknown, sent: boolean): DatabaseUnavailableError | null {
+  if (error instanceof DatabaseUnavailableError) return error
+  const code = codeOf(error)
+  if (code === 'DATABASE_TIMEOUT' || code === '57014') return new DatabaseUnavailableError('timeout', error)
+  if (!sent) return new DatabaseUnavailableError('connect', error)
+  if (code !== undefined && (CONNECTION_LOST.has(code) || code.startsWith('08'))) return new DatabaseUnavailableError('lost', error)
+  if (code?.startsWith('53')) return new DatabaseUnavailableError('overloaded', error)
+  return null
+}
+
+/**
+ * postgres.js sets a statement's `state` (its connection's backend) when it
+ * writes it to a connection; until then the statement was never sent.
+ */
+function wasSent(statement: object): boolean {
+  return (statement as unknown as { state: unknown }).state != null
+}
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}
