@@ -80,6 +80,50 @@ describe('postgres.js 3.4.9 defects we patch', () => {
     expect(await rows(sql`select 'fresh' as answer`)).toEqual([{ answer: 'fresh' }])
   })
 
+  test('a connection that reports an error before it closes fails every statement still on it (porsager/postgres#1195)', async () => {
+    // Statements handed to a connection between its socket's error and its close were kept:
+    // they hung, or failed with the error of the next connection attempt, or, once it
+    // reconnected, took the answers of later statements.
+    const proxy = await startFaultProxy('127.0.0.1', Number(new URL(db.url).port))
+    try {
+      const sql = pool(proxy.url(db.url), { max: 2 })
+      const failures = new Map<string, number>()
+      let wrong = 0
+      for (let round = 0; round < 5; round++) {
+        let stop = false
+        const worker = async (n: number) => {
+          for (let i = 0; !stop; i++) {
+            const asked = n * 1_000_000 + round * 10_000 + i
+            const statement = sql`select ${asked}::int as asked, pg_sleep(0.002)`
+            try {
+              const [row] = await settleWithin(statement.execute(), 10_000, 'a statement')
+              if (row.asked !== asked) wrong++
+            } catch (error) {
+              const sent = (statement as unknown as { state: unknown }).state != null
+              const key = `${(error as { code?: string }).code} ${sent ? 'after it was sent' : 'before it was sent'}`
+              failures.set(key, (failures.get(key) ?? 0) + 1)
+              await Bun.sleep(2)
+            }
+          }
+        }
+        const workers = [1, 2, 3, 4, 5, 6].map(worker)
+        await Bun.sleep(100)
+        await proxy.setMode('refuse')
+        proxy.resetAll()
+        await Bun.sleep(100)
+        await proxy.setMode('forward')
+        await Bun.sleep(100)
+        stop = true
+        await Promise.all(workers)
+      }
+      expect(wrong).toBe(0)
+      // A statement already sent fails with its own connection's end, never with a later connection attempt's refusal.
+      expect([...failures.keys()].filter((key) => key.endsWith('after it was sent') && !key.startsWith('ECONNRESET') && !key.startsWith('CONNECTION_CLOSED'))).toEqual([])
+    } finally {
+      await proxy.close()
+    }
+  })
+
   test('a server that closes the connection during startup fails the statement instead of reconnecting forever (porsager/postgres#1193)', async () => {
     const proxy = await startFaultProxy('127.0.0.1', Number(new URL(db.url).port))
     try {

@@ -13,6 +13,8 @@ export interface ConnectOptions {
   statementTimeoutMs?: number
   /** Every transaction of the pool is read-only: neither a bug nor an extension can write. */
   readOnly?: boolean
+  /** How the connections show in pg_stat_activity: `vitrine` for the service's reads, `vitrine-admin` otherwise. */
+  applicationName?: string
 }
 
 /**
@@ -27,6 +29,7 @@ export function openReadPool(url: string, config: Pick<Config, 'databasePoolMax'
     timeoutMs: config.databaseTimeoutMs,
     statementTimeoutMs: config.databaseTimeoutMs,
     readOnly: true,
+    applicationName: 'vitrine',
     onQuery,
   })
 }
@@ -59,7 +62,7 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
     // No extra round trip on connect: the service reads no custom array types.
     fetch_types: false,
     connection: {
-      application_name: 'vitrine',
+      application_name: options.applicationName ?? 'vitrine-admin',
       TimeZone: 'UTC',
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
       ...(options.readOnly ? { default_transaction_read_only: true } : {}),

@@ -40,6 +40,9 @@ const CONNECTION_LOST = new Set([
   '57P01', '57P02', '57P03',
 ])
 
+/** How long a retry waits after a lost connection. */
+const RETRY_PAUSE_MS = 20
+
 /**
  * Runs one read statement within `timeoutMs`. A statement whose connection
  * is lost is run once more, on another connection, inside the same deadline:
@@ -56,8 +59,10 @@ export async function runRead<T extends readonly Row[]>(build: () => PendingQuer
       return await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())
     } catch (error) {
       const failure = toDatabaseFailure(error, wasSent(statement))
-      if (failure?.reason === 'lost' && attempt === 1 && performance.now() < deadline) continue
-      throw failure ?? error
+      if (failure?.reason !== 'lost' || attempt > 1 || performance.now() + RETRY_PAUSE_MS >= deadline) throw failure ?? error
+      // A failover ends every connection at once: give the pool a moment to see the others
+      // close, so that the retry gets a connection that is alive rather than the next dead one.
+      await Bun.sleep(RETRY_PAUSE_MS)
     }
   }
 }

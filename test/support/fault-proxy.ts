@@ -4,7 +4,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net'
  * What the proxy does with connections:
  * - `forward`: passes bytes both ways;
  * - `refuse`: stops listening, so connecting fails at once with ECONNREFUSED;
- * - `hang`: accepts, and passes nothing either way (a frozen network or server);
+ * - `hang`: accepts, and passes nothing either way (a frozen network or server); the
+ *   open connections stop reading, and pass what they hold once the hang ends;
  * - `close-at-startup`: accepts, reads the client's first message, and closes (FIN), as a
  *   pooler or a server shutting down does;
  * - `reset-mid-answer`: passes the client's bytes, and resets the connection (RST) in the
@@ -41,6 +42,10 @@ export async function startFaultProxy(targetHost: string, targetPort: number): P
   let delayMs = 0
   let resetAfterBytes = 0
   const pairs = new Set<Pair>()
+  const pauseBoth = ({ client, server }: Pair) => {
+    client.pause()
+    server.pause()
+  }
   const held = new Set<Socket>()
   let listener: Server | undefined
   let port = 0
@@ -68,14 +73,25 @@ export async function startFaultProxy(targetHost: string, targetPort: number): P
     client.on('close', drop)
     server.on('close', drop)
     const pass = (from: Socket, to: Socket, isAnswer: boolean) => {
+      // TCP never reorders: a chunk waits behind those delayed before it, even once the network is fast again.
+      let waiting = 0
+      let tail = Promise.resolve()
       from.on('data', (chunk: Buffer) => {
-        if (mode === 'hang') return
         if (isAnswer && mode === 'reset-mid-answer' && chunk.length > resetAfterBytes) {
           to.write(chunk.subarray(0, Math.floor(chunk.length / 2)), () => to.resetAndDestroy())
           return
         }
-        if (mode === 'slow') setTimeout(() => to.writable && to.write(chunk), delayMs)
-        else to.write(chunk)
+        if (mode !== 'slow' && waiting === 0) {
+          to.write(chunk)
+          return
+        }
+        waiting++
+        const delay = mode === 'slow' ? delayMs : 0
+        tail = tail.then(async () => {
+          await Bun.sleep(delay)
+          waiting--
+          if (to.writable) to.write(chunk)
+        })
       })
     }
     pass(client, server, false)
@@ -116,7 +132,15 @@ export async function startFaultProxy(targetHost: string, targetPort: number): P
       mode = next
       if (next === 'refuse' && !wasRefusing) stopListening()
       if (next !== 'refuse' && wasRefusing) await listen(port)
-      if (next !== 'hang') for (const socket of held) socket.destroy()
+      if (next === 'hang') for (const pair of pairs) pauseBoth(pair)
+      else {
+        for (const { client, server } of pairs) {
+          client.resume()
+          server.resume()
+        }
+        // A connection accepted during the hang never reached the server: drop it, as a timeout would.
+        for (const socket of held) socket.destroy()
+      }
     },
     resetAll() {
       for (const { client, server } of pairs) {
