@@ -137,6 +137,24 @@ describe('postgres.js 3.4.9 defects we patch', () => {
     }
   })
 
+  test('a statement withdrawn while its connection is being set up does not leave that connection idle outside the pool', async () => {
+    const proxy = await startFaultProxy('127.0.0.1', Number(new URL(db.url).port))
+    try {
+      // Each round trip of the startup takes 100 ms: the statement's deadline passes before it is done.
+      await proxy.setMode('slow', { delayMs: 100 })
+      const sql = pool(proxy.url(db.url), { connect_timeout: 30 })
+      const withdrawn = sql`select 'withdrawn' as answer`.execute()
+      withdrawn.catch(() => {})
+      await Bun.sleep(50)
+      withdrawn.cancel()
+      await expect(withdrawn).rejects.toMatchObject({ code: '57014' })
+      // Unpatched, the connection finishes its startup and is never handed back: this waits forever.
+      expect(await settleWithin(rows(sql`select 'next' as answer`), 10_000, 'the next statement')).toEqual([{ answer: 'next' }])
+    } finally {
+      await proxy.close()
+    }
+  })
+
   test('cancelling a statement pipelined behind another never hands its answer to the next one', async () => {
     const sql = pool(db.url)
     await sql`select 1`

@@ -81,7 +81,7 @@ export interface FindOptions {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await runRead(() => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
+  const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
   return { typeExists: result.type_exists, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
 }
@@ -119,7 +119,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
  * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
  */
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
-  const [result] = await runRead(() => findStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
+  const [result] = await runRead(sql, () => findStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
   return { typeExists: result.type_exists, languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
 }

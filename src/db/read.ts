@@ -43,22 +43,49 @@ const CONNECTION_LOST = new Set([
 /** How long a retry waits after a lost connection. */
 const RETRY_PAUSE_MS = 20
 
+/** While connecting fails, one request in this many milliseconds tries again; the others get their 503 at once. */
+const PROBE_EVERY_MS = 100
+
+/** Whether a pool's last attempt to connect failed, and when a request last tried again. */
+interface PoolHealth {
+  refusing: DatabaseUnavailableError | null
+  lastProbe: number
+}
+
+const health = new WeakMap<object, PoolHealth>()
+
 /**
  * Runs one read statement within `timeoutMs`. A statement whose connection
  * is lost is run once more, on another connection, inside the same deadline:
  * reads are idempotent, so a failover or a pooler restart costs the client
- * nothing. A statement given up on is cancelled (C22). Database faults come
- * out as DatabaseUnavailableError; anything else (a bug) as it was.
- * @example const [row] = await runRead(() => sql`select 1 as one`, 5000)
+ * nothing. A statement given up on is cancelled (C22). While the database
+ * refuses connections, requests fail at once instead of queueing for a
+ * connection until their deadline; one request every PROBE_EVERY_MS tries
+ * again, so the service serves again within that time of the database.
+ * Database faults come out as DatabaseUnavailableError; anything else (a bug)
+ * as it was.
+ * @example const [row] = await runRead(sql, () => sql`select 1 as one`, 5000)
  */
-export async function runRead<T extends readonly Row[]>(build: () => PendingQuery<T>, timeoutMs: number): Promise<T> {
+export async function runRead<T extends readonly Row[]>(pool: object, build: () => PendingQuery<T>, timeoutMs: number): Promise<T> {
+  const state = health.get(pool) ?? { refusing: null, lastProbe: 0 }
+  health.set(pool, state)
+  if (state.refusing) {
+    if (performance.now() - state.lastProbe < PROBE_EVERY_MS) throw state.refusing
+    state.lastProbe = performance.now()
+  }
   const deadline = performance.now() + timeoutMs
   for (let attempt = 1; ; attempt++) {
     const statement = build()
     try {
-      return await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())
+      const rows = await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())
+      state.refusing = null
+      return rows
     } catch (error) {
       const failure = toDatabaseFailure(error, wasSent(statement))
+      if (failure?.reason === 'connect') {
+        state.refusing = failure
+        state.lastProbe = performance.now()
+      }
       if (failure?.reason !== 'lost' || attempt > 1 || performance.now() + RETRY_PAUSE_MS >= deadline) throw failure ?? error
       // A failover ends every connection at once: give the pool a moment to see the others
       // close, so that the retry gets a connection that is alive rather than the next dead one.

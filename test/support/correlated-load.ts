@@ -105,11 +105,11 @@ export async function runCorrelatedLoad(
 /**
  * How long after `faultEnd` (ms since the load started) the service answered
  * every request again: the start of the first request after which no request
- * failed, minus `faultEnd`. Infinity when it never did.
+ * failed (of those answered before `until`, the next fault), minus `faultEnd`. Infinity when it never did.
  * @example recoveryMs(report.records, 2000) // 180
  */
-export function recoveryMs(records: RequestRecord[], faultEnd: number): number {
-  const after = records.filter((record) => record.start >= faultEnd).sort((a, b) => a.start - b.start)
+export function recoveryMs(records: RequestRecord[], faultEnd: number, until = Infinity): number {
+  const after = records.filter((record) => record.start >= faultEnd && record.end < until).sort((a, b) => a.start - b.start)
   let lastFailure = -1
   after.forEach((record, index) => {
     if (record.status !== 200) lastFailure = index

@@ -25,12 +25,14 @@ export interface RunningService {
  * Runs `bun run start` as a user would and waits until it says it is serving.
  * @example const service = await startService({ DATA_DIR: dir, PORT: '0' })
  */
-export async function startService(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningService> {
+export async function startService(env: Record<string, string>, { timeoutMs = 60_000, keepOutput = true } = {}): Promise<RunningService> {
   const child = Bun.spawn(['bun', 'run', '--silent', 'start'], { cwd: ROOT, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   let text = ''
+  let started = false
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder()
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+    // A long soak logs too much to keep: with keepOutput false, only what came before the start is kept.
+    for await (const chunk of stream) if (keepOutput || !started) text += decoder.decode(chunk, { stream: true })
   }
   void collect(child.stdout)
   void collect(child.stderr)
@@ -43,6 +45,7 @@ export async function startService(env: Record<string, string>, timeoutMs = 60_0
     await Bun.sleep(50)
   }
   const url = /"url":"(http[^"]+)"/.exec(text)![1]
+  started = true
   return {
     url,
     process: child,

@@ -1,0 +1,54 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { openReadPool } from '../src/db/connect'
+import { createTestDatabase } from './support/database'
+import { addEntry } from './support/fixtures'
+import { startService } from './support/service'
+
+/**
+ * Issue 13: read-only by construction. The service's connections refuse to
+ * write, and `bun run start` needs no more than the README's GRANTs.
+ */
+const db = await createTestDatabase()
+await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+const role = `vitrine_reader_${process.pid}`
+afterAll(async () => {
+  await db.sql.unsafe(`drop owned by ${role}`).catch(() => {})
+  await db.sql.unsafe(`drop role if exists ${role}`)
+  await db.sql.end()
+})
+
+describe('read-only by construction', () => {
+  test("the service's pool cannot write, whatever runs on it (25006)", async () => {
+    const sql = openReadPool(db.url, { databasePoolMax: 1, databaseTimeoutMs: 5000 })
+    try {
+      await expect(sql`insert into authors (name) values ('intruder')`).rejects.toMatchObject({ code: '25006' })
+      await expect(sql`update entries set status = 'draft'`).rejects.toMatchObject({ code: '25006' })
+      const [{ n }] = await db.sql`select count(*)::int as n from authors where name = 'intruder'`
+      expect(n).toBe(0)
+    } finally {
+      await sql.end()
+    }
+  })
+
+  test('bun run start serves under a role that may only read (the README GRANTs), without DDL rights', async () => {
+    // The README's GRANTs, word for word but the names.
+    await db.sql.unsafe(`create role ${role} login password 'reader'`)
+    await db.sql.unsafe(`grant connect on database ${db.name} to ${role}`)
+    await db.sql.unsafe(`grant usage on schema public to ${role}`)
+    await db.sql.unsafe(`grant select on all tables in schema public to ${role}`)
+    const url = new URL(db.url)
+    url.username = role
+    url.password = 'reader'
+    const service = await startService({ DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'info' })
+    try {
+      const one = await fetch(`${service.url}/api/v1/content/post/hello`)
+      expect([one.status, ((await one.json()) as { data: { slug: string } }).data.slug]).toEqual([200, 'hello'])
+      expect((await fetch(`${service.url}/api/v1/content/post`)).status).toBe(200)
+      expect((await fetch(`${service.url}/readyz`)).status).toBe(200)
+      expect(service.output()).not.toContain('"level":"error"')
+      expect(service.output()).not.toContain('pending migrations')
+    } finally {
+      expect(await service.stop()).toBe(0)
+    }
+  })
+})
