@@ -1,5 +1,7 @@
 import { Elysia } from 'elysia'
+import type { ContentCache } from './cache/content-cache'
 import type { Config } from './config'
+import type { ContentAnswer } from './content/content-answer'
 import type { Sql } from './db/connect'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
@@ -15,6 +17,8 @@ export interface AppDependencies {
   log: Logger
   /** The filter hook's callbacks; none by default. */
   filters?: FilterRegistry
+  /** The response cache (C35); without it every answer is loaded (X-Cache: BYPASS). */
+  cache?: ContentCache<ContentAnswer>
 }
 
 /**
@@ -25,7 +29,7 @@ export function createApp(dependencies: AppDependencies) {
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
   return new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
-    .use(requestPolicy(dependencies.log))
+    .use(requestPolicy(dependencies.log, dependencies.config.cacheMaxAge))
     .use(corsPolicy(dependencies.config))
     .use(apiDocumentation())
     .use(healthRoutes(dependencies.sql, dependencies.config.databaseTimeoutMs))

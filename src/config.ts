@@ -25,6 +25,16 @@ export interface Config {
   /** Every `*.ts` file directly in it is an extension, loaded at start. */
   extensionsDir: string
   shutdownGraceMs: number
+  /** CACHE: the in-process response cache (C35). */
+  cache: boolean
+  /** CACHE_MAX_MB, in bytes. */
+  cacheMaxBytes: number
+  /** CACHE_MAX_AGE: seconds of `max-age` for shared caches; 0 means `no-cache` (C33). */
+  cacheMaxAge: number
+  /** DATABASE_LISTEN_URL: where change notifications are heard; unset, the content database's URL. */
+  databaseListenUrl: string | undefined
+  /** WORKERS: processes serving the port together. */
+  workers: number
 }
 
 /** A setting with a bad value; its message names the variable. */
@@ -45,7 +55,7 @@ export function loadConfig(env: Env): Config {
   return {
     port,
     host,
-    databaseUrl: readDatabaseUrl(env),
+    databaseUrl: readDatabaseUrl(env, 'DATABASE_URL'),
     databasePoolMax: readInteger(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     databaseTimeoutMs: readInteger(env, 'DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
     dataDir: readText(env, 'DATA_DIR') ?? './.data',
@@ -56,6 +66,11 @@ export function loadConfig(env: Env): Config {
     hookTimeoutMs: readInteger(env, 'HOOK_TIMEOUT_MS', 1000, 1, 600_000),
     extensionsDir: readText(env, 'EXTENSIONS_DIR') ?? join(import.meta.dir, 'hooks', 'extensions'),
     shutdownGraceMs: readInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    cache: readSwitch(env, 'CACHE', true),
+    cacheMaxBytes: readInteger(env, 'CACHE_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
+    cacheMaxAge: readInteger(env, 'CACHE_MAX_AGE', 0, 0, 31_536_000),
+    databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
+    workers: readInteger(env, 'WORKERS', 1, 1, 64),
   }
 }
 
@@ -83,14 +98,22 @@ function readHttpUrl(env: Env, name: string): string | undefined {
   return text
 }
 
-function readDatabaseUrl(env: Env): string | undefined {
-  const text = readText(env, 'DATABASE_URL')
+function readDatabaseUrl(env: Env, name: string): string | undefined {
+  const text = readText(env, name)
   if (text === undefined) return undefined
   if (!URL.canParse(text) || !/^postgres(ql)?:$/.test(new URL(text).protocol)) {
     // The URL may hold a password: never echo it.
-    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL.')
+    throw new ConfigError(`${name} must be a postgres:// or postgresql:// URL.`)
   }
   return text
+}
+
+function readSwitch(env: Env, name: string, fallback: boolean): boolean {
+  const text = readText(env, name)
+  if (text === undefined) return fallback
+  if (text === 'on') return true
+  if (text === 'off') return false
+  throw new ConfigError(`${name} must be "on" or "off", not "${text}".`)
 }
 
 function readCorsOrigins(env: Env): '*' | string[] {

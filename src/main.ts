@@ -1,4 +1,7 @@
 import { createApp } from './app'
+import { listenForChanges } from './cache/change-listener'
+import { ContentCache } from './cache/content-cache'
+import type { ContentAnswer } from './content/content-answer'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
 import { connectDatabase, openReadPool } from './db/connect'
@@ -40,7 +43,11 @@ runCommand(async () => {
     if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
   }
 
-  const server = serveApp(createApp({ sql, config, log, filters }), { port: config.port, hostname: config.host, log })
+  // C35/C36: answers from memory while the database's change notifications are heard.
+  const cache = config.cache ? new ContentCache<ContentAnswer>(config.cacheMaxBytes) : undefined
+  const listener = cache && listenForChanges(config.databaseListenUrl ?? target.url, cache, { timeoutMs: config.databaseTimeoutMs, log })
+
+  const server = serveApp(createApp({ sql, config, log, filters, cache }), { port: config.port, hostname: config.host, log })
   const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}`
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
 
@@ -62,6 +69,7 @@ runCommand(async () => {
       log.warn('grace period over: closing the remaining connections')
       await server.stop(true)
     }
+    await listener?.stop()
     await sql.end({ timeout: 5 })
     await target.embedded?.stop()
     log.info('stopped', { ms: Math.round(performance.now() - started) })

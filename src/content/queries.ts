@@ -42,6 +42,10 @@ export interface Languages {
 export interface EntryPage {
   /** False when `{type}` names no content type (C5). */
   typeExists: boolean
+  /** The content type's id, null when it does not exist. */
+  typeId: number | null
+  /** Seconds until the type's next go-live (an embargoed entry's publication time, C1), null when none is ahead. */
+  goLiveInSeconds: number | null
   languages: Languages
   /** Live entries of the type, in every language (C18). */
   total: number
@@ -50,6 +54,8 @@ export interface EntryPage {
 
 export interface EntryMatch {
   typeExists: boolean
+  typeId: number | null
+  goLiveInSeconds: number | null
   languages: Languages
   row: EntryRow | null
 }
@@ -83,7 +89,7 @@ export interface FindOptions {
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
   const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
-  return { typeExists: result.type_exists, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
+  return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
 }
 
 /** The statement of `listLiveEntries`, not yet sent (the benchmark explains it). */
@@ -121,7 +127,7 @@ export function listStatement(sql: Sql, { type, lang, limit, offset, withModel =
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
   const [result] = await runRead(sql, () => findStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
-  return { typeExists: result.type_exists, languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
+  return { ...headerOf(result), languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
 }
 
 /** The statement of `findLiveEntryBySlug`, not yet sent. */
@@ -173,10 +179,16 @@ export function findStatement(sql: Sql, { type, lang, slug, withModel = false }:
 
 export interface ResultRow extends Row {
   type_exists: boolean
+  type_id: number | null
+  go_live_in: number | null
   selected_language: string | null
   default_language: string | null
   total: number
   rows: EntryRow[]
+}
+
+function headerOf(result: ResultRow): { typeExists: boolean; typeId: number | null; goLiveInSeconds: number | null } {
+  return { typeExists: result.type_exists, typeId: result.type_id, goLiveInSeconds: result.go_live_in }
 }
 
 function languagesOf(result: ResultRow): Languages {
@@ -207,6 +219,14 @@ function commonTables(sql: Sql, type: string, lang: string | undefined): Pending
 function resultHeader(sql: Sql): PendingQuery<Row[]> {
   return sql`
     exists (select 1 from content_type) as type_exists,
+    (select id from content_type) as type_id,
+    (
+      select extract(epoch from min(e.published_at) - now())::float8
+      from entries e
+      where e.content_type_id = (select id from content_type)
+        and e.status = 'published'
+        and e.published_at > now()
+    ) as go_live_in,
     (select selected from language) as selected_language,
     (select fallback from language) as default_language
   `

@@ -1,16 +1,18 @@
 import { Elysia, t } from 'elysia'
 import type { AppDependencies } from '../app'
-import { contentTypeNotFound, methodNotAllowed, notFound } from '../http/errors'
-import { jsonResponse } from '../http/json-response'
+import type { CachedRead, Loaded } from '../cache/content-cache'
+import { methodNotAllowed, notFound } from '../http/errors'
+import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
+import { JSON_CONTENT_TYPE } from '../http/json-response'
 import { applyItemFilters } from '../hooks/apply-item-filters'
 import { createFilterContext } from '../hooks/context'
 import type { FilterContext } from '../hooks/extension'
 import { toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
+import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer, type RenderedBody } from './content-answer'
 import { toItem } from './map-item'
 import { readLanguage, readPagination, readSlug, readType } from './parameters'
-import { findLiveEntryBySlug, listLiveEntries, type EntryRow, type Languages } from './queries'
-import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowResponse, TypeParams, type Item } from './schemas'
+import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowResponse, TypeParams } from './schemas'
 
 const LIST_PATH = '/api/v1/content/:type'
 const SHOW_PATH = '/api/v1/content/:type/:slug'
@@ -25,19 +27,61 @@ const FAULTS = {
 
 /**
  * The content API: `GET /api/v1/content/{type}` and `GET /api/v1/content/{type}/{slug}`.
- * Each request reads top to bottom: parameters → one statement → map → filter chain → respond.
+ * Each request reads top to bottom: parameters → the answer (from the cache, or one
+ * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, filters = new FilterRegistry() }: AppDependencies) {
+export function contentRoutes({ sql, config, filters = new FilterRegistry(), cache }: AppDependencies) {
+  const answerOptions = (type: string, lang: string | undefined) => ({
+    sql,
+    mediaBaseUrl: config.mediaBaseUrl,
+    withModel: !filters.isEmpty,
+    timeoutMs: config.databaseTimeoutMs,
+    type,
+    lang,
+  })
+
+  /**
+   * The cache's slot, keyed by route, type, resolved language and the rest of
+   * the request (C35). Without a cache (CACHE=off) every answer is loaded, and says BYPASS.
+   */
+  async function readAnswer(route: string, type: string, lang: string | undefined, rest: unknown[], load: () => Promise<Loaded<ContentAnswer>>): Promise<CachedRead<ContentAnswer>> {
+    if (cache) {
+      const language = cache.resolveLanguage(lang)
+      return cache.read(JSON.stringify([route, type, language, ...rest]), language, load)
+    }
+    const loaded = await load()
+    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: performance.now() + loaded.expiresInMs }
+  }
+
   /** The hook's place: after mapping, before the response (C24–C31). With no callback it costs nothing (C28). */
-  async function filterItems(request: Request, headers: Record<string, unknown>, route: FilterContext['route'], languages: Languages, rows: EntryRow[]): Promise<(Item | null)[]> {
+  async function filteredBody(request: Request, headers: Record<string, unknown>, route: FilterContext['route'], answer: ContentAnswer): Promise<RenderedBody> {
+    if (answer.rendered) return answer.rendered
+    // Callbacks may change what they are given in place: each request gets its own copy of the cached rows.
+    const rows = structuredClone(answer.rows)
     const items = rows.map((row) => toItem(row, config.mediaBaseUrl))
-    if (filters.isEmpty) return items
-    const { context, headersRead } = createFilterContext(request, languages.selected ?? '', languages.default ?? '', route)
+    const { context, headersRead } = createFilterContext(request, answer.languages.selected ?? '', answer.languages.default ?? '', route)
     const models = rows.map((row) => toEntryModel(row, config.mediaBaseUrl))
     const filtered = await applyItemFilters(filters, items, models, context, config.hookTimeoutMs)
     if (headersRead.size) headers.vary = appendVary(headers.vary, headersRead)
-    // The schema documents the default shape; extensions may have reshaped it (service.md §6).
-    return filtered as (Item | null)[]
+    return render(envelope(filtered, answer.meta))
+  }
+
+  /** C32–C34: ETag, 304, Cache-Control up to the next go-live, Surrogate-Key, X-Cache and Age. */
+  async function respond(request: Request, set: { headers: Record<string, unknown> }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
+    const answer = read.value
+    const { body, etag } = await filteredBody(request, set.headers, route, answer)
+    Object.assign(set.headers, {
+      etag,
+      'cache-control': cacheControl(config.cacheMaxAge, read.expiresAt),
+      'surrogate-key': answer.surrogateKeys,
+      'x-cache': read.status,
+    })
+    if (read.status === 'HIT') set.headers.age = String(read.ageSeconds)
+    if (ifNoneMatchMatches(request.headers.get('if-none-match'), etag)) {
+      delete set.headers['content-type']
+      return new Response(null, { status: 304 })
+    }
+    return new Response(body, { status: answer.status, headers: { 'content-type': JSON_CONTENT_TYPE } })
   }
 
   return new Elysia({ name: 'content-routes' })
@@ -45,26 +89,10 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       LIST_PATH,
       async ({ params, query, request, set }) => {
         const { page, perPage } = readPagination(query)
-        const offset = Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER)
-        const result = await listLiveEntries(sql, {
-          type: readType(params.type),
-          lang: readLanguage(query.lang),
-          limit: perPage,
-          offset,
-          withModel: !filters.isEmpty,
-          timeoutMs: config.databaseTimeoutMs,
-        })
-        if (!result.typeExists) throw contentTypeNotFound()
-        const data = await filterItems(request, set.headers, 'service.api.content.index', result.languages, result.rows)
-        return jsonResponse<typeof ListResponse.static>({
-          data,
-          meta: {
-            current_page: page,
-            last_page: Math.max(1, Math.ceil(result.total / perPage)),
-            per_page: perPage,
-            total: result.total,
-          },
-        })
+        const type = readType(params.type)
+        const lang = readLanguage(query.lang)
+        const read = await readAnswer('list', type, lang, [page, perPage], () => loadListAnswer({ ...answerOptions(type, lang), page, perPage }))
+        return respond(request, set, 'service.api.content.index', read)
       },
       {
         transform: markUndecodable,
@@ -83,17 +111,11 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry() }: A
       SHOW_PATH,
       async ({ params, query, request, set }) => {
         // A slug that can match nothing still goes to the database: the type is checked first (C5).
-        const result = await findLiveEntryBySlug(sql, {
-          type: readType(params.type),
-          lang: readLanguage(query.lang),
-          slug: readSlug(params.slug),
-          withModel: !filters.isEmpty,
-          timeoutMs: config.databaseTimeoutMs,
-        })
-        if (!result.typeExists) throw contentTypeNotFound()
-        if (result.row === null) throw notFound()
-        const [data] = await filterItems(request, set.headers, 'service.api.content.show', result.languages, [result.row])
-        return jsonResponse<typeof ShowResponse.static>({ data })
+        const type = readType(params.type)
+        const lang = readLanguage(query.lang)
+        const slug = readSlug(params.slug)
+        const read = await readAnswer('show', type, lang, [slug], () => loadEntryAnswer({ ...answerOptions(type, lang), slug }))
+        return respond(request, set, 'service.api.content.show', read)
       },
       {
         transform: markUndecodable,

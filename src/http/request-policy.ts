@@ -15,9 +15,10 @@ const startedAt = new WeakMap<Request, number>()
 /**
  * What every response gets, errors included: a request id, `nosniff`, JSON
  * errors `{ "error": … }` (C4, C21, C22), and one log line per request.
- * @example new Elysia().use(requestPolicy(log))
+ * `cacheMaxAge` is CACHE_MAX_AGE, for the Cache-Control of errors (C33).
+ * @example new Elysia().use(requestPolicy(log, 0))
  */
-export function requestPolicy(log: Logger) {
+export function requestPolicy(log: Logger, cacheMaxAge = 0) {
   return new Elysia({ name: 'request-policy' })
     .onRequest(({ request, set }) => {
       startedAt.set(request, performance.now())
@@ -36,6 +37,9 @@ export function requestPolicy(log: Logger) {
       }
       set.status = failure.status
       Object.assign(set.headers, failure.headers, { 'content-type': JSON_CONTENT_TYPE })
+      // C33: a fault is never kept by any cache; a bad request is the same for everyone.
+      if (failure.status >= 500) set.headers['cache-control'] = 'no-store'
+      else if (failure.status === 400 || failure.status === 405) set.headers['cache-control'] = `public, max-age=${cacheMaxAge}`
       return { error: failure.message }
     })
     .onAfterResponse({ as: 'global' }, ({ request, set }) => {

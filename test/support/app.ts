@@ -1,4 +1,6 @@
 import { createApp } from '../../src/app'
+import type { ContentCache } from '../../src/cache/content-cache'
+import type { ContentAnswer } from '../../src/content/content-answer'
 import { loadConfig, type Config } from '../../src/config'
 import { openReadPool, type Sql } from '../../src/db/connect'
 import { FilterRegistry } from '../../src/hooks/registry'
@@ -26,14 +28,14 @@ export interface TestResponse {
  * The app over a test database, called in process through `app.handle`.
  * @example const api = testApp(db.url, { MEDIA_BASE_URL: 'https://cdn.example.com' })
  */
-export function testApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry()): TestApp {
+export function testApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry(), cache?: ContentCache<ContentAnswer>): TestApp {
   const config = loadConfig({ DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
   const statements: string[] = []
   const logs: string[] = []
   // The service's own pool settings (read-only, statement_timeout), with a smaller pool.
   const sql = openReadPool(databaseUrl, { ...config, databasePoolMax: 4 }, (query) => statements.push(query))
   const log: Logger = createLogger(config.logLevel, (line) => logs.push(line))
-  const app = createApp({ sql, config, log, filters })
+  const app = createApp({ sql, config, log, filters, cache })
   return {
     app,
     sql,

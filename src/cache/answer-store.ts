@@ -1,0 +1,78 @@
+/**
+ * A bounded store of content answers, least recently used out first, by
+ * bytes. It knows nothing of HTTP or PostgreSQL: an answer is a value with a
+ * size, the content type it belongs to, and the moment it stops being true
+ * (the type's next go-live).
+ */
+export interface StoredAnswer<Value> {
+  value: Value
+  /** An estimate of the memory it holds, in bytes. */
+  bytes: number
+  /** The content type's id, or null when the type does not exist (dropped only by a change of everything). */
+  typeId: number | null
+  /** performance.now() when it was stored. */
+  storedAt: number
+  /** performance.now() at which it stops being true (the next go-live of its type), or Infinity. */
+  expiresAt: number
+}
+
+/**
+ * @example const store = new AnswerStore<Body>(64 * 1024 * 1024); store.set('k', answer); store.get('k')
+ */
+export class AnswerStore<Value> {
+  // A Map keeps insertion order: re-inserting on a hit makes its first key the least recently used.
+  #answers = new Map<string, StoredAnswer<Value>>()
+  #bytes = 0
+
+  constructor(readonly maxBytes: number) {}
+
+  get(key: string, now = performance.now()): StoredAnswer<Value> | undefined {
+    const answer = this.#answers.get(key)
+    if (answer === undefined) return undefined
+    if (now >= answer.expiresAt) {
+      this.#remove(key, answer)
+      return undefined
+    }
+    this.#answers.delete(key)
+    this.#answers.set(key, answer)
+    return answer
+  }
+
+  set(key: string, answer: StoredAnswer<Value>): void {
+    const previous = this.#answers.get(key)
+    if (previous) this.#remove(key, previous)
+    // An answer larger than the whole store is not kept at all.
+    if (answer.bytes > this.maxBytes) return
+    this.#answers.set(key, answer)
+    this.#bytes += answer.bytes
+    for (const [oldest, stored] of this.#answers) {
+      if (this.#bytes <= this.maxBytes) break
+      this.#remove(oldest, stored)
+    }
+  }
+
+  /** Drops the answers of these content types (a type that does not exist changes only with everything). */
+  dropTypes(typeIds: ReadonlySet<number>): void {
+    for (const [key, answer] of this.#answers) {
+      if (answer.typeId !== null && typeIds.has(answer.typeId)) this.#remove(key, answer)
+    }
+  }
+
+  clear(): void {
+    this.#answers.clear()
+    this.#bytes = 0
+  }
+
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  get size(): number {
+    return this.#answers.size
+  }
+
+  #remove(key: string, answer: StoredAnswer<Value>): void {
+    this.#answers.delete(key)
+    this.#bytes -= answer.bytes
+  }
+}

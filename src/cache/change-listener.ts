@@ -1,0 +1,142 @@
+import postgres from 'postgres'
+import { withDeadline } from '../db/connect'
+import type { Logger } from '../log'
+
+/** The channel the triggers of sql/migrations/0002_change_notifications.sql notify. */
+export const CHANGES_CHANNEL = 'vitrine_changes'
+
+/** What a committed write can have changed: the answers of some content types, or of all. */
+export interface Change {
+  table: string
+  typeIds: ReadonlySet<number> | 'all'
+}
+
+/** The configured languages, which decide the language a request resolves to (C9). */
+export interface LanguageSet {
+  codes: ReadonlySet<string>
+  defaultCode: string | null
+}
+
+export interface ChangeHandlers {
+  /** LISTEN is in place: nothing committed from now on can be missed. */
+  onListening(languages: LanguageSet): void
+  /** The listening connection is gone: notifications may be missed until onListening. */
+  onLost(): void
+  onChange(change: Change): void
+  /** The languages were read again after a change of the languages table. */
+  onLanguages(languages: LanguageSet): void
+}
+
+export interface ChangeListener {
+  stop(): Promise<void>
+}
+
+export interface ListenOptions {
+  /** Deadline for connecting, LISTEN and each heartbeat. */
+  timeoutMs: number
+  /** How often the connection proves it is alive; a silent one is replaced. */
+  heartbeatMs?: number
+  log: Logger
+}
+
+/**
+ * Listens for the database's change notifications on a connection of its
+ * own (`DATABASE_LISTEN_URL`, never the read pool: a read replica cannot
+ * LISTEN). The connection is replaced whenever it closes or misses a
+ * heartbeat; `onLost` and `onListening` tell the cache when to bypass itself.
+ * @example const listener = listenForChanges(url, { onListening, onLost, onChange, onLanguages }, { timeoutMs: 5000, log })
+ */
+export function listenForChanges(url: string, handlers: ChangeHandlers, options: ListenOptions): ChangeListener {
+  const heartbeatMs = options.heartbeatMs ?? 1000
+  let stopped = false
+  let listening = false
+  let sql: postgres.Sql | undefined
+  let heartbeat: ReturnType<typeof setInterval> | undefined
+
+  const lose = (reason: unknown) => {
+    clearInterval(heartbeat)
+    if (listening) {
+      listening = false
+      handlers.onLost()
+      options.log.warn('change notifications lost: the response cache is bypassed until they are back', { reason: describe(reason) })
+    }
+    const old = sql
+    sql = undefined
+    void old?.end({ timeout: 0 }).catch(() => {})
+    if (!stopped) setTimeout(establish, 100)
+  }
+
+  const readLanguages = async (connection: postgres.Sql): Promise<LanguageSet> => {
+    const rows = await withDeadline(connection<{ code: string; is_default: boolean }[]>`select code, is_default from languages`, options.timeoutMs)
+    return { codes: new Set(rows.map((row) => row.code)), defaultCode: rows.find((row) => row.is_default)?.code ?? null }
+  }
+
+  const establish = async () => {
+    if (stopped || sql) return
+    const connection = postgres(url, {
+      max: 1,
+      // A listening connection is never idle, and must not be recycled under our feet.
+      idle_timeout: 0,
+      max_lifetime: null,
+      connect_timeout: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
+      fetch_types: false,
+      onnotice: () => {},
+      connection: { application_name: 'vitrine-listener', default_transaction_read_only: true },
+      onnotify: (channel: string, payload: string) => {
+        if (channel !== CHANGES_CHANNEL || sql !== connection) return
+        const change = parseChange(payload)
+        handlers.onChange(change)
+        if (change.table === 'languages') {
+          readLanguages(connection).then(handlers.onLanguages, (error) => lose(error))
+        }
+      },
+      onclose: () => {
+        if (sql === connection) lose('the listening connection closed')
+      },
+      // postgres.js supports onnotify; its type declarations leave it out.
+    } as postgres.Options<{}>)
+    sql = connection
+    try {
+      await withDeadline(connection.unsafe(`listen ${CHANGES_CHANNEL}`), options.timeoutMs)
+      const languages = await readLanguages(connection)
+      if (sql !== connection) return
+      listening = true
+      handlers.onListening(languages)
+      options.log.info('listening for change notifications', { channel: CHANGES_CHANNEL })
+      heartbeat = setInterval(() => {
+        withDeadline(connection`select 1`, options.timeoutMs).catch((error) => {
+          if (sql === connection) lose(error)
+        })
+      }, heartbeatMs)
+    } catch (error) {
+      if (sql === connection) lose(error)
+    }
+  }
+
+  void establish()
+  return {
+    async stop() {
+      stopped = true
+      clearInterval(heartbeat)
+      const last = sql
+      sql = undefined
+      await last?.end({ timeout: 1 })
+    },
+  }
+}
+
+/**
+ * `entries:3,7` → types 3 and 7; `languages:*` → everything.
+ * @example parseChange('entries:3,7') // { table: 'entries', typeIds: Set { 3, 7 } }
+ */
+export function parseChange(payload: string): Change {
+  const at = payload.lastIndexOf(':')
+  const table = at === -1 ? payload : payload.slice(0, at)
+  const ids = at === -1 ? '*' : payload.slice(at + 1)
+  if (ids === '*' || !/^\d+(,\d+)*$/.test(ids)) return { table, typeIds: 'all' }
+  return { table, typeIds: new Set(ids.split(',').map(Number)) }
+}
+
+function describe(reason: unknown): string {
+  return reason instanceof Error ? `${(reason as { code?: string }).code ?? reason.name}: ${reason.message}` : String(reason)
+}

@@ -1,0 +1,132 @@
+import type { Loaded } from '../cache/content-cache'
+import type { Sql } from '../db/connect'
+import { etagOf } from '../http/http-caching'
+import { toItem } from './map-item'
+import { findLiveEntryBySlug, listLiveEntries, type EntryRow, type Languages } from './queries'
+import type { Item } from './schemas'
+
+/** `meta` of a list answer (service.md §2.3). */
+export interface ListMeta {
+  current_page: number
+  last_page: number
+  per_page: number
+  total: number
+}
+
+/**
+ * One answer of the content routes before the filter chain: what the
+ * service's cache keeps (C35, C38). Without callbacks, the final bytes and
+ * their ETag; with callbacks, the database rows, filtered on every request.
+ */
+export interface ContentAnswer {
+  status: 200 | 404
+  /** C34: `type-{slug}` and `entry-{id}` of every item. */
+  surrogateKeys: string
+  /** The body as sent, when no callback will change it (404s always). */
+  rendered: RenderedBody | null
+  /** What the filter chain needs, when callbacks are registered. */
+  rows: EntryRow[]
+  languages: Languages
+  /** Lists only. */
+  meta: ListMeta | null
+}
+
+export interface RenderedBody {
+  body: Uint8Array<ArrayBuffer>
+  etag: string
+}
+
+export interface AnswerOptions {
+  sql: Sql
+  mediaBaseUrl: string
+  /** Callbacks are registered: load each entry's model and leave the body to the chain (C25, C38). */
+  withModel: boolean
+  timeoutMs: number
+  type: string
+  lang: string | undefined
+}
+
+const encoder = new TextEncoder()
+
+/**
+ * The list answer (service.md §4.1): one statement, mapped, and rendered when
+ * no callback will change it.
+ * @example await loadListAnswer({ ...options, page: 1, perPage: 20 })
+ */
+export async function loadListAnswer(options: AnswerOptions & { page: number; perPage: number }): Promise<Loaded<ContentAnswer>> {
+  const { page, perPage } = options
+  const result = await listLiveEntries(options.sql, {
+    type: options.type,
+    lang: options.lang,
+    limit: perPage,
+    offset: Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER),
+    withModel: options.withModel,
+    timeoutMs: options.timeoutMs,
+  })
+  const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
+  if (!result.typeExists) return { ...loaded, ...(await errorAnswer('Content type not found.', options.type)) }
+  const meta = { current_page: page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
+  return { ...loaded, ...(await entriesAnswer(options, result.rows, result.languages, meta)) }
+}
+
+/**
+ * The single-entry answer (service.md §4.2).
+ * @example await loadEntryAnswer({ ...options, slug: 'about-us' })
+ */
+export async function loadEntryAnswer(options: AnswerOptions & { slug: string | null }): Promise<Loaded<ContentAnswer>> {
+  const result = await findLiveEntryBySlug(options.sql, {
+    type: options.type,
+    lang: options.lang,
+    slug: options.slug,
+    withModel: options.withModel,
+    timeoutMs: options.timeoutMs,
+  })
+  const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
+  // C5: the type is checked before the slug.
+  if (!result.typeExists) return { ...loaded, ...(await errorAnswer('Content type not found.', options.type)) }
+  if (result.row === null) return { ...loaded, ...(await errorAnswer('Not found.', options.type)) }
+  return { ...loaded, ...(await entriesAnswer(options, [result.row], result.languages, null)) }
+}
+
+/**
+ * The body of a 200 answer: the list envelope, or the single-entry one.
+ * @example envelope([item], null) // { data: item }
+ */
+export function envelope(items: readonly (Item | null | object)[], meta: ListMeta | null): object {
+  return meta === null ? { data: items[0] } : { data: items, meta }
+}
+
+/**
+ * The bytes of a body and their ETag (C32).
+ * @example await render({ data: [] })
+ */
+export async function render(body: object): Promise<RenderedBody> {
+  const bytes = encoder.encode(JSON.stringify(body))
+  return { body: bytes, etag: await etagOf(bytes) }
+}
+
+async function entriesAnswer(
+  options: AnswerOptions,
+  rows: EntryRow[],
+  languages: Languages,
+  meta: ListMeta | null,
+): Promise<{ value: ContentAnswer; bytes: number }> {
+  const surrogateKeys = [`type-${options.type}`, ...rows.map((row) => `entry-${row.id}`)].join(' ')
+  if (options.withModel) {
+    // The rows stay for the chain; their size is what the cache holds.
+    return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta }, bytes: JSON.stringify(rows).length * 2 }
+  }
+  const rendered = await render(envelope(rows.map((row) => toItem(row, options.mediaBaseUrl)), meta))
+  return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta }, bytes: rendered.body.byteLength + surrogateKeys.length * 2 + 256 }
+}
+
+async function errorAnswer(message: string, type: string): Promise<{ value: ContentAnswer; bytes: number }> {
+  const rendered = await render({ error: message })
+  const languages = { selected: null, default: null }
+  return { value: { status: 404, surrogateKeys: `type-${type}`, rendered, rows: [], languages, meta: null }, bytes: rendered.body.byteLength + 256 }
+}
+
+/** C36: an answer is true until its type's next go-live. */
+function expiresInMs(goLiveInSeconds: number | null): number {
+  return goLiveInSeconds === null ? Infinity : Math.max(0, goLiveInSeconds * 1000)
+}

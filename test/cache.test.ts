@@ -1,0 +1,380 @@
+import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
+import { FilterRegistry } from '../src/hooks/registry'
+import { cachedTestApp } from './support/cached-app'
+import { testApp } from './support/app'
+import { createTestDatabase } from './support/database'
+import { addAuthor, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
+import { startService } from './support/service'
+
+/**
+ * The service's cache and HTTP caching (C32–C38), with the cache on, against
+ * a real PostgreSQL whose own triggers notify every write.
+ */
+const db = await createTestDatabase()
+await addLanguage(db.sql, 'fr', 'Français')
+const api = await cachedTestApp(db.url)
+const uncached = testApp(db.url)
+afterAll(async () => {
+  await api.close()
+  await uncached.close()
+  await db.sql.end()
+})
+beforeEach(async () => {
+  const cleared = api.nextChange('entries')
+  await clearContent(db.sql)
+  await cleared
+})
+
+const LIST = '/api/v1/content/post'
+const titles = (body: any) => body.data.map((item: any) => item.title)
+
+/**
+ * Waits until the listener has heard every write committed so far: notifications
+ * arrive in commit order, so once a last one of our own is in, all are.
+ */
+async function settled(app = api) {
+  const barrier = app.nextChange('test_barrier')
+  await db.sql`select pg_notify('vitrine_changes', 'test_barrier:*')`
+  await barrier
+}
+
+/** A request, then the same request again: the second must come from memory. */
+async function warm(path: string) {
+  await settled()
+  const first = await api.get(path)
+  const second = await api.get(path)
+  expect([first.headers.get('x-cache'), second.headers.get('x-cache')]).toEqual(['MISS', 'HIT'])
+  return second
+}
+
+describe('C35: answers from memory, byte-identical to the database', () => {
+  test('a repeated request is a HIT with Age, and the same bytes and ETag as the MISS and as an uncached service', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Hello' } } })
+    await settled()
+    for (const path of [LIST, `${LIST}/hello`, `${LIST}/nope`, '/api/v1/content/nope', `${LIST}?lang=fr&per_page=5`]) {
+      const miss = await api.get(path)
+      const hit = await api.get(path)
+      const plain = await uncached.get(path)
+      expect([path, hit.headers.get('x-cache'), hit.headers.get('age')]).toEqual([path, 'HIT', expect.stringMatching(/^\d+$/)])
+      expect([hit.status, hit.text, hit.headers.get('etag')]).toEqual([miss.status, miss.text, miss.headers.get('etag')])
+      expect([plain.status, plain.text, plain.headers.get('etag'), plain.headers.get('x-cache')]).toEqual([miss.status, miss.text, miss.headers.get('etag'), 'BYPASS'])
+    }
+  })
+
+  test('an unknown lang resolves to the default language and shares its answer (C9)', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Hello' } } })
+    await warm(LIST)
+    const unknown = await api.get(`${LIST}?lang=xx`)
+    expect([unknown.headers.get('x-cache'), titles(unknown.body)]).toEqual(['HIT', ['Hello']])
+  })
+
+  test('C37: concurrent misses of one key run one statement', async () => {
+    await addEntry(db.sql)
+    await settled()
+    api.statements.length = 0
+    const answers = await Promise.all(Array.from({ length: 20 }, () => api.get(`${LIST}?per_page=7`)))
+    expect(new Set(answers.map((answer) => answer.text)).size).toBe(1)
+    expect(api.statements).toHaveLength(1)
+  })
+})
+
+describe('C36: every outside write shows on the next request after its notification', () => {
+  const cases: [string, string, (ids: { entry: number; author: number; term: number; image: number }) => Promise<unknown>, (body: any) => unknown][] = [
+    ['a translation', 'entry_translations', ({ entry }) => db.sql`update entry_translations set title = 'Changed' where entry_id = ${entry}`, (body) => body.data[0].title],
+    ['an entry made a draft', 'entries', ({ entry }) => db.sql`update entries set status = 'draft' where id = ${entry}`, (body) => body.meta.total],
+    ['an entry dated in the future', 'entries', ({ entry }) => db.sql`update entries set published_at = now() + interval '1 day' where id = ${entry}`, (body) => body.meta.total],
+    ['an entry deleted', 'entries', ({ entry }) => db.sql`delete from entries where id = ${entry}`, (body) => body.meta.total],
+    ['an entry inserted', 'entries', () => addEntry(db.sql, { translations: { en: { slug: 'new' } } }), (body) => body.meta.total],
+    ['an author renamed', 'authors', ({ author }) => db.sql`update authors set name = 'Renamed' where id = ${author}`, (body) => body.data[0].author.name],
+    ['a term renamed', 'terms', ({ term }) => db.sql`update terms set name = 'Renamed' where id = ${term}`, (body) => body.data[0].terms[0].name],
+    ['a term taken off the entry', 'entry_terms', ({ entry }) => db.sql`delete from entry_terms where entry_id = ${entry}`, (body) => body.data[0].terms.length],
+    ['an image moved', 'media', ({ image }) => db.sql`update media set path = 'uploads/moved.jpg' where id = ${image}`, (body) => body.data[0].featured_image.url],
+    ['an image variant generated', 'media_variants', ({ image }) => db.sql`insert into media_variants (media_id, name, path) values (${image}, 'thumbnail', 'uploads/thumb.jpg')`, (body) => body.data[0].featured_image.thumbnail],
+    ['TRUNCATE', 'entries', () => db.sql`truncate entries cascade`, (body) => body.meta.total],
+  ]
+  for (const [what, table, write, observe] of cases) {
+    test(`${what} (${table})`, async () => {
+      const ids = {
+        author: await addAuthor(db.sql, 'Ada'),
+        term: await addTerm(db.sql, 'tag', 'News'),
+        image: await addImage(db.sql, 'uploads/cat.jpg'),
+        entry: 0,
+      }
+      ids.entry = await addEntry(db.sql, { authorId: ids.author, imageId: ids.image, termIds: [ids.term], translations: { en: { slug: 'hello', title: 'Hello' } } })
+      const before = observe((await warm(LIST)).body)
+      const notified = api.nextChange(table)
+      await write(ids)
+      await notified
+      const after = await api.get(LIST)
+      expect(after.headers.get('x-cache')).toBe('MISS')
+      expect(observe(after.body)).not.toEqual(before)
+      expect(after.text).toBe((await uncached.get(LIST)).text)
+    })
+  }
+
+  test('the default language changed (languages)', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Hello' }, fr: { slug: 'bonjour', title: 'Bonjour' } } })
+    expect(titles((await warm(LIST)).body)).toEqual(['Hello'])
+    const notified = api.nextChange('languages')
+    await db.sql.begin(async (tx) => {
+      await tx`update languages set is_default = false where code = 'en'`
+      await tx`update languages set is_default = true where code = 'fr'`
+    })
+    await notified
+    try {
+      expect(titles((await api.get(LIST)).body)).toEqual(['Bonjour'])
+    } finally {
+      const back = api.nextChange('languages')
+      await db.sql.begin(async (tx) => {
+        await tx`update languages set is_default = false where code = 'fr'`
+        await tx`update languages set is_default = true where code = 'en'`
+      })
+      await back
+    }
+  })
+
+  test('a content type renamed (content_types): the old name is unknown, the new one serves', async () => {
+    await addEntry(db.sql, { type: 'story', translations: { en: { slug: 'once' } } })
+    await warm('/api/v1/content/story')
+    await warm('/api/v1/content/tale')
+    const notified = api.nextChange('content_types')
+    await db.sql`update content_types set slug = 'tale' where slug = 'story'`
+    await notified
+    try {
+      expect((await api.get('/api/v1/content/story')).body).toEqual({ error: 'Content type not found.' })
+      expect((await api.get('/api/v1/content/tale')).body.meta.total).toBe(1)
+    } finally {
+      await db.sql`update content_types set slug = 'story' where slug = 'tale'`
+    }
+  })
+
+  test('a write in a long transaction shows nothing before its commit, and everything after its notification', async () => {
+    const entry = await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Before' } } })
+    await warm(LIST)
+    const writer = await db.sql.reserve()
+    try {
+      await writer`begin`
+      await writer`update entry_translations set title = 'After' where entry_id = ${entry}`
+      // Not committed: the cached answer and the database agree on 'Before'.
+      expect(titles((await api.get(LIST)).body)).toEqual(['Before'])
+      expect(titles((await uncached.get(LIST)).body)).toEqual(['Before'])
+      const notified = api.nextChange('entry_translations')
+      await writer`commit`
+      await notified
+      expect(titles((await api.get(LIST)).body)).toEqual(['After'])
+    } finally {
+      writer.release()
+    }
+  })
+
+  test('a writer and readers at once: no answer computed before a commit is served once its notification is in', async () => {
+    const entry = await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'v0' } } })
+    await settled()
+    let notifiedVersion = 0
+    let done = false
+    const stale: string[] = []
+    const reader = async () => {
+      while (!done) {
+        // The version whose notification had arrived when this request started.
+        const atLeast = notifiedVersion
+        const [one, list] = await Promise.all([api.get(`${LIST}/hello`), api.get(LIST)])
+        for (const seen of [one.body.data.title, list.body.data[0].title]) {
+          if (Number(seen.slice(1)) < atLeast) stale.push(`saw ${seen} after v${atLeast} was notified`)
+        }
+      }
+    }
+    const readers = [reader(), reader(), reader(), reader()]
+    for (let version = 1; version <= 30; version++) {
+      const notified = api.nextChange('entry_translations')
+      await db.sql`update entry_translations set title = ${`v${version}`} where entry_id = ${entry}`
+      await notified
+      notifiedVersion = version
+    }
+    done = true
+    await Promise.all(readers)
+    expect(stale).toEqual([])
+    expect((await api.get(`${LIST}/hello`)).body.data.title).toBe('v30')
+  })
+
+  test('an embargoed entry appears at its time with no write, while the list is cached; max-age stops at it', async () => {
+    const [{ at }] = await db.sql<{ at: Date }[]>`select now() + interval '1500 milliseconds' as at`
+    await addEntry(db.sql, { translations: { en: { slug: 'live' } } })
+    await addEntry(db.sql, { publishedAt: at, translations: { en: { slug: 'soon' } } })
+    const capped = await cachedTestApp(db.url, { CACHE_MAX_AGE: '300' })
+    try {
+      await settled(capped)
+      const cached = await capped.get(LIST)
+      expect(cached.body.meta.total).toBe(1)
+      expect(cached.headers.get('cache-control')).toMatch(/^public, (max-age=1|no-cache)$/)
+      expect((await capped.get(LIST)).headers.get('x-cache')).toBe('HIT')
+      // Wait for the database's clock, not ours.
+      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${at} as passed`)[0].passed === false) await Bun.sleep(50)
+      const after = await capped.get(LIST)
+      expect([after.headers.get('x-cache'), after.body.meta.total]).toEqual(['MISS', 2])
+      expect(after.headers.get('cache-control')).toBe('public, max-age=300')
+      expect((await capped.get(`${LIST}/soon`)).status).toBe(200)
+    } finally {
+      await capped.close()
+    }
+  })
+})
+
+describe('two processes on one database', () => {
+  test('bun run start twice: both serve from memory, and both drop what a write changed', async () => {
+    const entry = await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Before' } } })
+    const services = await Promise.all([startService({ DATABASE_URL: db.url, PORT: '0' }), startService({ DATABASE_URL: db.url, PORT: '0' })])
+    try {
+      // Each process listens before it serves from memory: wait until both answer a HIT.
+      for (const service of services) {
+        for (let attempt = 0; (await fetch(service.url + LIST)).headers.get('x-cache') !== 'HIT'; attempt++) {
+          if (attempt > 100) throw new Error(`${service.url} never answered from memory`)
+          await Bun.sleep(20)
+        }
+      }
+      await db.sql`update entry_translations set title = 'After' where entry_id = ${entry}`
+      for (const service of services) {
+        // The notification reaches each process on its own connection; the test cannot see it arrive, so it asks until the answer changes.
+        let title = 'Before'
+        for (let attempt = 0; title === 'Before' && attempt < 250; attempt++) {
+          title = titles(await (await fetch(service.url + LIST)).json())[0]
+          if (title === 'Before') await Bun.sleep(20)
+        }
+        expect([service.url, title]).toEqual([service.url, 'After'])
+      }
+    } finally {
+      for (const service of services) await service.stop()
+    }
+  })
+})
+
+describe('C35, as a property: cached answers are byte-identical to uncached ones', () => {
+  test('random content, every list page and slug, in every language: MISS, HIT and an uncached service agree', async () => {
+    let seed = 7
+    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31)
+    const author = await addAuthor(db.sql, 'Ada')
+    const term = await addTerm(db.sql, 'tag', 'News')
+    const slugs: string[] = []
+    for (let i = 0; i < 25; i++) {
+      const translations: Record<string, { slug: string; title: string }> = {}
+      if (random() < 0.8) translations.en = { slug: `en-${i}`, title: `English ${i}` }
+      if (random() < 0.5) translations.fr = { slug: `fr-${i}`, title: `Français ${i}` }
+      slugs.push(...Object.values(translations).map((t) => t.slug))
+      const status = random() < 0.8 ? 'published' : 'draft'
+      const publishedAt = random() < 0.1 ? null : new Date(Date.now() + (random() < 0.15 ? 3_600_000 : -random() * 1e9))
+      await addEntry(db.sql, { status, publishedAt, authorId: random() < 0.5 ? author : null, termIds: random() < 0.5 ? [term] : [], translations })
+    }
+    await settled()
+    const paths = [...[1, 2, 3, 4].map((page) => `${LIST}?per_page=7&page=${page}`), ...slugs.map((slug) => `${LIST}/${slug}`)]
+    for (const lang of ['', 'fr', 'xx']) {
+      for (const path of paths) {
+        const url = lang ? `${path}${path.includes('?') ? '&' : '?'}lang=${lang}` : path
+        const [miss, hit, plain] = [await api.get(url), await api.get(url), await uncached.get(url)]
+        expect([url, hit.headers.get('x-cache')]).toEqual([url, 'HIT'])
+        expect([url, miss.status, hit.text, plain.text, hit.headers.get('etag')]).toEqual([url, plain.status, miss.text, miss.text, plain.headers.get('etag')])
+      }
+    }
+  })
+})
+
+describe('while the listening connection is down, the cache is bypassed', () => {
+  test('listener terminated: BYPASS, then MISS and HIT again once it listens again, with nothing stale', async () => {
+    const entry = await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Before' } } })
+    await warm(LIST)
+    const lost = api.nextLost()
+    const back = api.nextListening()
+    await db.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'vitrine-listener' and datname = current_database()`
+    await lost
+    // Written while nobody listens: no notification will ever say so.
+    await db.sql`update entry_translations set title = 'After' where entry_id = ${entry}`
+    const bypassed = await api.get(LIST)
+    if (bypassed.headers.get('x-cache') === 'BYPASS') expect(titles(bypassed.body)).toEqual(['After'])
+    await back
+    const fresh = await api.get(LIST)
+    expect([fresh.headers.get('x-cache'), titles(fresh.body)]).toEqual(['MISS', ['After']])
+    expect((await api.get(LIST)).headers.get('x-cache')).toBe('HIT')
+  })
+})
+
+describe('C32: ETag and If-None-Match', () => {
+  test('a matching If-None-Match is a 304 with ETag, Cache-Control, Vary-free headers and no body, for GET and HEAD', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    for (const path of [LIST, `${LIST}/hello`, `${LIST}/nope`]) {
+      const first = await api.get(path)
+      const etag = first.headers.get('etag')!
+      expect(etag).toMatch(/^"[A-Za-z0-9_-]{43}"$/)
+      for (const [method, header] of [['GET', etag], ['HEAD', etag], ['GET', '*'], ['GET', `"other", W/${etag}`], ['GET', `W/${etag}`]] as const) {
+        const conditional = await api.get(path, { method, headers: { 'if-none-match': header } })
+        expect([path, method, header, conditional.status, conditional.text]).toEqual([path, method, header, 304, ''])
+        expect(conditional.headers.get('etag')).toBe(etag)
+        expect(conditional.headers.get('cache-control')).toBe('public, no-cache')
+        expect(conditional.headers.get('x-request-id')).toBeTruthy()
+        expect(conditional.headers.get('access-control-allow-origin')).toBe('*')
+      }
+      expect((await api.get(path, { headers: { 'if-none-match': '"stale"' } })).status).toBe(first.status)
+    }
+  })
+
+  test('C34: Surrogate-Key names the type and every item; X-Cache says where the answer came from', async () => {
+    const a = await addEntry(db.sql, { translations: { en: { slug: 'a' } } })
+    const b = await addEntry(db.sql, { translations: { en: { slug: 'b' } } })
+    await addEntry(db.sql, { status: 'draft', translations: { en: { slug: 'secret' } } })
+    const list = await api.get(LIST)
+    expect(list.headers.get('surrogate-key')).toBe(`type-post entry-${b} entry-${a}`)
+    expect((await api.get(`${LIST}/a`)).headers.get('surrogate-key')).toBe(`type-post entry-${a}`)
+    expect((await api.get(`${LIST}/secret`)).headers.get('surrogate-key')).toBe('type-post')
+  })
+
+  test('C33: 400 and 405 answers may be kept CACHE_MAX_AGE; 5xx never, and the service does not keep them', async () => {
+    expect((await api.get(`${LIST}?page=0`)).headers.get('cache-control')).toBe('public, max-age=0')
+    expect((await api.get(LIST, { method: 'DELETE' })).headers.get('cache-control')).toBe('public, max-age=0')
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    let calls = 0
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data) => {
+      if (++calls === 1) throw new Error('first call fails')
+      return data
+    })
+    const flaky = await cachedTestApp(db.url, { CACHE_MAX_AGE: '60' }, filters)
+    try {
+      await settled(flaky)
+      const failed = await flaky.get(`${LIST}/hello`)
+      expect([failed.status, failed.headers.get('cache-control')]).toEqual([500, 'no-store'])
+      const served = await flaky.get(`${LIST}/hello`)
+      expect([served.status, served.headers.get('cache-control')]).toEqual([200, 'public, max-age=60'])
+    } finally {
+      await flaky.close()
+    }
+  })
+})
+
+describe('C38: with filter callbacks, the chain runs on every request; only the database result is kept', () => {
+  test('a HIT still runs the callbacks, and each request gets its own variant', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', excerpt: 'members only' } } })
+    let calls = 0
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data, _content, context) => {
+      calls++
+      if (context.request.headers.has('x-member')) return data
+      const { excerpt: _excerpt, ...rest } = data
+      return rest
+    })
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      hooked.statements.length = 0
+      const anonymous = await hooked.get(`${LIST}/hello`)
+      const member = await hooked.get(`${LIST}/hello`, { headers: { 'x-member': '1' } })
+      const again = await hooked.get(`${LIST}/hello`)
+      expect([anonymous.headers.get('x-cache'), member.headers.get('x-cache'), again.headers.get('x-cache')]).toEqual(['MISS', 'HIT', 'HIT'])
+      expect(hooked.statements).toHaveLength(1)
+      expect(calls).toBe(3)
+      expect('excerpt' in anonymous.body.data).toBe(false)
+      expect(member.body.data.excerpt).toBe('members only')
+      expect(again.text).toBe(anonymous.text)
+      expect(member.headers.get('etag')).not.toBe(anonymous.headers.get('etag'))
+      expect(anonymous.headers.get('vary')).toContain('x-member')
+    } finally {
+      await hooked.close()
+    }
+  })
+})
