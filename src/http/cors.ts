@@ -1,32 +1,50 @@
-import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
 
+const ALLOWED_METHODS = 'GET, HEAD, OPTIONS'
 /** Headers a browser script may read from our responses. */
-const EXPOSED = ['X-Request-Id', 'Retry-After', 'Allow']
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow'
+/** How long a browser may reuse a preflight answer. */
+const PREFLIGHT_MAX_AGE_SECONDS = '600'
+/** `Access-Control-Request-Headers` as browsers send it: header names separated by commas. */
+const HEADER_NAME_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+)*$/
 
 /**
  * C29: CORS for GET, HEAD and OPTIONS, any origin by default, or only the
  * origins of CORS_ORIGINS. The API is public and uses no cookies: no credentials.
- * @example new Elysia().use(corsPolicy(config))
+ *
+ * With any origin, `Access-Control-Allow-Origin: *` is the same for every client,
+ * so simple responses carry no `Vary` at all and shared caches keep one copy.
+ * With a list, the answer depends on `Origin`, hence `Vary: Origin` on every
+ * response. A preflight allows exactly the headers it asks for, so it also
+ * varies by `Access-Control-Request-Headers`; simple responses never list
+ * request headers.
+ * @example new Elysia().use(corsPolicy({ corsOrigins: ['https://app.example'] }))
  */
 export function corsPolicy(config: Pick<Config, 'corsOrigins'>) {
-  const anyOrigin = config.corsOrigins === '*'
-  return new Elysia({ name: 'cors-policy' })
-    .use(
-      cors({
-        origin: anyOrigin ? '*' : config.corsOrigins,
-        methods: ['GET', 'HEAD', 'OPTIONS'],
-        allowedHeaders: true,
-        exposeHeaders: EXPOSED,
-        credentials: false,
-        maxAge: 600,
-      }),
-    )
-    .onRequest(({ set }) => {
-      // The plugin answers `Vary: *` for any origin, which forbids every shared
-      // cache to reuse a response. `Access-Control-Allow-Origin: *` is the same
-      // for every client, so it needs no Vary at all.
-      if (anyOrigin) delete set.headers.vary
-    })
+  const listed = config.corsOrigins === '*' ? null : new Set(config.corsOrigins)
+  return new Elysia({ name: 'cors-policy', seed: config.corsOrigins }).onRequest(({ request, set }) => {
+    const origin = request.headers.get('origin')
+    const vary: string[] = []
+    if (listed === null) {
+      set.headers['access-control-allow-origin'] = '*'
+    } else {
+      vary.push('Origin')
+      if (origin !== null && listed.has(origin)) set.headers['access-control-allow-origin'] = origin
+    }
+    if (request.method !== 'OPTIONS') {
+      if (vary.length) set.headers.vary = vary.join(', ')
+      set.headers['access-control-expose-headers'] = EXPOSED_HEADERS
+      return
+    }
+    vary.push('Access-Control-Request-Headers')
+    set.headers.vary = vary.join(', ')
+    set.headers['access-control-allow-methods'] = ALLOWED_METHODS
+    set.headers['access-control-max-age'] = PREFLIGHT_MAX_AGE_SECONDS
+    const requested = request.headers.get('access-control-request-headers')?.trim()
+    if (requested && HEADER_NAME_LIST.test(requested)) {
+      set.headers['access-control-allow-headers'] = requested.toLowerCase().split(/\s*,\s*/).join(', ')
+    }
+    return new Response(null, { status: 204 })
+  })
 }
