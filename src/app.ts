@@ -6,9 +6,10 @@ import type { Sql } from './db/connect'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
+import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
-import type { FilterRegistry } from './hooks/registry'
+import { FilterRegistry } from './hooks/registry'
 import type { Logger } from './log'
 
 export interface AppDependencies {
@@ -26,12 +27,15 @@ export interface AppDependencies {
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
 export function createApp(dependencies: AppDependencies) {
+  const { config, filters = new FilterRegistry() } = dependencies
+  // Built here, once: from this app's settings and extensions, never from what it served.
+  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema })
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
   return new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
-    .use(requestPolicy(dependencies.log, dependencies.config.cacheMaxAge))
-    .use(corsPolicy(dependencies.config))
-    .use(apiDocumentation())
-    .use(healthRoutes(dependencies.sql, dependencies.config.databaseTimeoutMs))
-    .use(contentRoutes(dependencies))
+    .use(requestPolicy(dependencies.log, config.cacheMaxAge))
+    .use(corsPolicy(config))
+    .use(apiDocumentation(document))
+    .use(healthRoutes(dependencies.sql, config.databaseTimeoutMs))
+    .use(contentRoutes({ ...dependencies, filters }))
 }

@@ -5,6 +5,8 @@
 import { join } from 'node:path'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
+/** What a filter callback's output that does not match its declared schema does (src/hooks/README.md). */
+export type SchemaMismatchPolicy = 'fail' | 'log'
 
 export interface Config {
   port: number
@@ -22,6 +24,7 @@ export interface Config {
   corsOrigins: '*' | string[]
   logLevel: LogLevel
   hookTimeoutMs: number
+  hookSchemaMismatch: SchemaMismatchPolicy
   /** Every `*.ts` file directly in it is an extension, loaded at start. */
   extensionsDir: string
   shutdownGraceMs: number
@@ -62,8 +65,10 @@ export function loadConfig(env: Env): Config {
     publicUrl,
     mediaBaseUrl: trimSlash(readHttpUrl(env, 'MEDIA_BASE_URL') ?? `${new URL(publicUrl).origin}/media`),
     corsOrigins: readCorsOrigins(env),
-    logLevel: readLogLevel(env),
+    logLevel: readChoice(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     hookTimeoutMs: readInteger(env, 'HOOK_TIMEOUT_MS', 1000, 1, 600_000),
+    // Under `bun test` (NODE_ENV=test) a mismatch fails the request, and so the test.
+    hookSchemaMismatch: readChoice(env, 'HOOK_SCHEMA_MISMATCH', ['fail', 'log'], env.NODE_ENV === 'test' ? 'fail' : 'log'),
     extensionsDir: readText(env, 'EXTENSIONS_DIR') ?? join(import.meta.dir, 'hooks', 'extensions'),
     shutdownGraceMs: readInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     cache: readSwitch(env, 'CACHE', true),
@@ -128,12 +133,12 @@ function readCorsOrigins(env: Env): '*' | string[] {
   return origins
 }
 
-function readLogLevel(env: Env): LogLevel {
-  const text = readText(env, 'LOG_LEVEL') ?? 'info'
-  if (!(LOG_LEVELS as readonly string[]).includes(text)) {
-    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not "${text}".`)
+function readChoice<Choice extends string>(env: Env, name: string, choices: readonly Choice[], fallback: Choice): Choice {
+  const text = readText(env, name) ?? fallback
+  if (!(choices as readonly string[]).includes(text)) {
+    throw new ConfigError(`${name} must be one of ${choices.join(', ')}, not "${text}".`)
   }
-  return text as LogLevel
+  return text as Choice
 }
 
 function trimSlash(url: string): string {

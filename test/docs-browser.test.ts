@@ -26,7 +26,7 @@ describe('the reference page /docs in a real browser', () => {
     })
     afterAll(async () => {
       await browser.close()
-      await app.stop()
+      await app.stop(true)
       await sql.end()
     })
     const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } })

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-import { CONTENT_ITEM_HOOK, type ContentItemFilter, type EntryModel, type Extension, type FilterContext } from '../src/hooks/extension'
+import { CONTENT_ITEM_HOOK, t, type ContentItemFilter, type EntryModel, type Extension, type FilterContext, type FilterOptions } from '../src/hooks/extension'
 import { loadExtensions } from '../src/hooks/loader'
 import { FilterRegistry } from '../src/hooks/registry'
 import bodyExample from '../src/hooks/examples/body'
@@ -49,9 +49,9 @@ beforeAll(async () => {
   `
 })
 
-function apiWith(filters: [ContentItemFilter, number?][], env: Record<string, string> = {}): TestApp {
+function apiWith(filters: [ContentItemFilter, (number | FilterOptions)?][], env: Record<string, string> = {}): TestApp {
   const registry = new FilterRegistry()
-  for (const [callback, priority] of filters) registry.add(CONTENT_ITEM_HOOK, callback, priority, 'test/hooks.test.ts')
+  for (const [callback, options] of filters) registry.add(CONTENT_ITEM_HOOK, callback, options, 'test/hooks.test.ts')
   const api = testApp(db.url, env, registry)
   opened.push(api)
   return api
@@ -59,7 +59,7 @@ function apiWith(filters: [ContentItemFilter, number?][], env: Record<string, st
 
 async function apiWithExtension(extension: Extension): Promise<TestApp> {
   const registry = new FilterRegistry()
-  await extension({ addFilter: (name, callback, priority) => registry.add(name, callback, priority, 'example') })
+  await extension({ addFilter: (name, callback, options) => registry.add(name, callback, options, 'example') })
   const api = testApp(db.url, {}, registry)
   opened.push(api)
   return api
@@ -67,14 +67,12 @@ async function apiWithExtension(extension: Extension): Promise<TestApp> {
 
 describe('the filter hook service/api/content-item', () => {
   test('C24: callbacks run by priority, ties in registration order, each on the previous output', async () => {
-    const step = (name: string): ContentItemFilter => (data) => ({ ...data, trace: [...((data.trace as string[]) ?? []), name] })
-    const api = apiWith([[step('20'), 20], [step('10 first'), 10], [step('5'), 5], [step('10 second')]])
+    const step = (name: string): ContentItemFilter => (data) => ({ ...data, title: `${data.title} ${name}` })
+    // The third argument: a plain number (the priority), or the options.
+    const api = apiWith([[step('20'), 20], [step('10 first'), { priority: 10 }], [step('5'), 5], [step('10 second')]])
     const list = await api.get('/api/v1/content/post')
-    expect(list.body.data.map((item: any) => item.trace)).toEqual([
-      ['5', '10 first', '10 second', '20'],
-      ['5', '10 first', '10 second', '20'],
-    ])
-    expect((await api.get('/api/v1/content/post/hello')).body.data.trace).toEqual(['5', '10 first', '10 second', '20'])
+    expect(list.body.data.map((item: any) => item.title)).toEqual(['Hello 5 10 first 10 second 20', 'null 5 10 first 10 second 20'])
+    expect((await api.get('/api/v1/content/post/hello')).body.data.title).toBe('Hello 5 10 first 10 second 20')
   })
 
   test('C24: async callbacks run in order, never concurrently for the same item', async () => {
@@ -87,14 +85,15 @@ describe('the filter hook service/api/content-item', () => {
       running.delete(data.id!)
       return { ...data, trace: [...((data.trace as string[]) ?? []), name] }
     }
-    const api = apiWith([[slow('a', 30)], [slow('b', 1)], [slow('c', 10)]])
+    const trace = { schema: { add: { trace: t.Array(t.String()) } } }
+    const api = apiWith([[slow('a', 30), trace], [slow('b', 1), trace], [slow('c', 10), trace]])
     const list = await api.get('/api/v1/content/post')
     expect(list.body.data.map((item: any) => item.trace)).toEqual([['a', 'b', 'c'], ['a', 'b', 'c']])
     expect(overlap).toBe(false)
   })
 
   test('C26: null makes the item null, in a list and for a single entry', async () => {
-    const api = apiWith([[(data) => (data.id === full ? null : data)], [(data) => ({ ...data, after: true })]])
+    const api = apiWith([[(data) => (data.id === full ? null : data)], [(data) => ({ ...data, after: true }), { schema: { add: { after: t.Boolean() } } }]])
     const list = await api.get('/api/v1/content/post')
     expect(list.body.data).toEqual([null, expect.objectContaining({ id: bare, after: true })])
     expect(list.body.meta.total).toBe(2)
@@ -106,18 +105,18 @@ describe('the filter hook service/api/content-item', () => {
     const api = apiWith([[(data) => {
       const { excerpt: _excerpt, terms: _terms, ...rest } = data
       return { first: 1, ...rest, last: 2 }
-    }]])
+    }, { schema: { add: { first: t.Integer(), last: t.Integer() }, remove: ['excerpt', 'terms'] } }]])
     const keys = ['id', 'status', 'published_at', 'created_at', 'author', 'title', 'slug', 'meta_title', 'meta_description', 'featured_image', 'first', 'last']
     expect(Object.keys((await api.get('/api/v1/content/post')).body.data[0])).toEqual(keys)
     expect(Object.keys((await api.get('/api/v1/content/post/hello')).body.data)).toEqual(keys)
     // Any name may be added, even one an object has by default.
-    const odd = apiWith([[(data) => ({ ...data, constructor: 'c', toString: 't' })]])
+    const odd = apiWith([[(data) => ({ ...data, constructor: 'c', toString: 't' }), { schema: { add: { constructor: t.String(), toString: t.String() } } }]])
     expect((await odd.get('/api/v1/content/post/hello')).body.data).toMatchObject({ constructor: 'c', toString: 't' })
   })
 
   test('C24: a callback may return any thenable, not only a native promise', async () => {
     const thenable = (value: unknown) => ({ then: (resolve: (v: unknown) => void) => setTimeout(() => resolve(value), 5) })
-    const api = apiWith([[(data) => thenable({ ...data, via: 'thenable' }) as never]])
+    const api = apiWith([[(data) => thenable({ ...data, via: 'thenable' }) as never, { schema: { add: { via: t.String() } } }]])
     expect((await api.get('/api/v1/content/post/hello')).body.data.via).toBe('thenable')
   })
 
@@ -183,7 +182,7 @@ describe('the filter hook service/api/content-item', () => {
 
   test('context.once runs its work once per request, shared by every item', async () => {
     let calls = 0
-    const api = apiWith([[async (data, _content, context) => ({ ...data, plan: await context.once('plan', async () => ++calls) })]])
+    const api = apiWith([[async (data, _content, context) => ({ ...data, plan: await context.once('plan', async () => ++calls) }), { schema: { add: { plan: t.Integer() } } }]])
     const list = await api.get('/api/v1/content/post')
     expect(list.body.data.map((item: any) => item.plan)).toEqual([1, 1])
     await api.get('/api/v1/content/post')
@@ -191,7 +190,8 @@ describe('the filter hook service/api/content-item', () => {
   })
 
   test('C30: Vary names exactly the request headers that callbacks read', async () => {
-    const api = apiWith([[(data, _content, context) => ({ ...data, member: context.request.headers.has('X-Member'), plan: context.request.headers.get('x-plan') })]])
+    const declared = { schema: { add: { member: t.Boolean(), plan: t.Union([t.String(), t.Null()]) } } }
+    const api = apiWith([[(data, _content, context) => ({ ...data, member: context.request.headers.has('X-Member'), plan: context.request.headers.get('x-plan') }), declared]])
     const response = await api.get('/api/v1/content/post', { headers: { 'x-member': '1', 'x-other': 'a' } })
     expect(response.headers.get('vary')).toBe('x-member, x-plan')
     const quiet = apiWith([[(data) => data]])
@@ -213,7 +213,7 @@ describe('failures fail closed (C23, C26, C31)', () => {
   ]
   for (const [what, callback, logged] of cases) {
     test(`a callback that ${what}: 500 without the unfiltered item; the log names the extension; the app keeps serving`, async () => {
-      const api = apiWith([[(data) => ({ ...data, before: true })], [callback]], { HOOK_TIMEOUT_MS: '50' })
+      const api = apiWith([[(data) => ({ ...data, before: true }), { schema: { add: { before: t.Boolean() } } }], [callback]], { HOOK_TIMEOUT_MS: '50' })
       for (const path of ['/api/v1/content/post', '/api/v1/content/post/hello']) {
         const response = await api.get(path)
         expect([response.status, response.text]).toEqual([500, '{"error":"Internal server error."}'])
@@ -223,6 +223,81 @@ describe('failures fail closed (C23, C26, C31)', () => {
       expect((await api.get('/healthz')).status).toBe(200)
     })
   }
+})
+
+describe('declared schemas: addFilter(name, callback, { priority, schema: { add, remove } })', () => {
+  const readingTime: ContentItemFilter = (data) => {
+    const { excerpt: _excerpt, ...rest } = data
+    return { ...rest, reading_time_minutes: 3 }
+  }
+  const declared: FilterOptions = { priority: 10, schema: { add: { reading_time_minutes: t.Integer() }, remove: ['excerpt'] } }
+
+  test('an output that matches its declaration is served as it is', async () => {
+    const api = apiWith([[readingTime, declared]])
+    const single = await api.get('/api/v1/content/post/hello')
+    expect(single.status).toBe(200)
+    expect(single.body.data.reading_time_minutes).toBe(3)
+    expect('excerpt' in single.body.data).toBe(false)
+  })
+
+  const mismatches: [string, ContentItemFilter, FilterOptions | undefined, RegExp][] = [
+    ['adds a field it did not declare', (data) => ({ ...data, flag: true }), undefined, /\/flag: Unexpected property/],
+    ['removes a field it did not declare', ({ excerpt: _excerpt, ...rest }) => rest, undefined, /\/excerpt: Expected required property/],
+    ['adds a declared field of another type', (data) => ({ ...data, reading_time_minutes: '3' }), { schema: { add: { reading_time_minutes: t.Integer() } } }, /\/reading_time_minutes: Expected integer/],
+    ['leaves out a field it declared it adds', (data) => data, { schema: { add: { reading_time_minutes: t.Integer() } } }, /\/reading_time_minutes: Expected required property/],
+    ['changes the type of a default field', (data) => ({ ...data, id: String(data.id) }) as never, undefined, /\/id: Expected integer/],
+  ]
+  for (const [what, callback, options, problem] of mismatches) {
+    test(`a callback that ${what}: under test (NODE_ENV=test) a 500 whose log names the callback and the mismatch`, async () => {
+      const api = apiWith([[callback, options]])
+      const response = await api.get('/api/v1/content/post/hello')
+      expect([response.status, response.text]).toEqual([500, '{"error":"Internal server error."}'])
+      const errors = api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')
+      expect(errors[0].error.message).toMatch(/from test\/hooks.test.ts returned an item that does not match its declared schema/)
+      expect(errors[0].error.message).toMatch(problem)
+    })
+  }
+
+  test('with HOOK_SCHEMA_MISMATCH=log (the default outside tests) the output is served and the mismatch logged once per callback', async () => {
+    const api = apiWith([[function flagging(data) { return { ...data, flag: true } }]], { HOOK_SCHEMA_MISMATCH: 'log' })
+    for (const path of ['/api/v1/content/post', '/api/v1/content/post/hello', '/api/v1/content/post']) {
+      const response = await api.get(path)
+      expect([path, response.status]).toEqual([path, 200])
+    }
+    expect((await api.get('/api/v1/content/post/hello')).body.data.flag).toBe(true)
+    const errors = api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')
+    expect(errors).toHaveLength(1)
+    expect(errors[0].msg).toBe('extension output does not match its declared schema; served as it is, reported once')
+    expect(errors[0].error.message).toMatch(/flagging from test\/hooks.test.ts returned an item that does not match its declared schema: \/flag: Unexpected property/)
+  })
+
+  test('a declaration that cannot be right is refused before the service starts', () => {
+    const refused = (options: unknown) => {
+      const registry = new FilterRegistry()
+      registry.add(CONTENT_ITEM_HOOK, (data) => data, options as FilterOptions, 'ext.ts')
+      return () => registry.itemSchema
+    }
+    expect(refused({ schema: { remove: ['excrept'] } })).toThrow(/from ext.ts: schema.remove names "excrept", which the item does not have/)
+    expect(refused({ schema: { add: { minutes: { type: 'integer' } } } })).toThrow(/schema.add.minutes is not a schema: build it with t/)
+    expect(() => refused({ schema: { remove: 'excerpt' } })).toThrow(/schema.remove must be an array/)
+    expect(() => refused({ priority: 'high' })).toThrow(/The priority must be a number/)
+  })
+
+  test('shapes build on each other in the order callbacks run, not the order they were added', () => {
+    const registry = new FilterRegistry()
+    registry.add(CONTENT_ITEM_HOOK, (data) => data, { priority: 20, schema: { remove: ['minutes'] } })
+    registry.add(CONTENT_ITEM_HOOK, (data) => data, { priority: 5, schema: { add: { minutes: t.Integer() } } })
+    const schema = registry.itemSchema
+    expect(Object.keys(schema.properties).at(-1)).toBe('minutes')
+    expect(schema.required).not.toContain('minutes')
+  })
+
+  test('context.publicUrl is the origin of PUBLIC_URL, never the request Host', async () => {
+    const seen: string[] = []
+    const api = apiWith([[(data, _content, context) => (seen.push(context.publicUrl), data)]], { PUBLIC_URL: 'https://api.example.org/some/path/' })
+    await api.get('/api/v1/content/post/hello', { headers: { host: 'internal:3000' } })
+    expect(seen).toEqual(['https://api.example.org'])
+  })
 })
 
 describe('the examples in src/hooks/examples', () => {
@@ -261,7 +336,10 @@ describe('the extension loader', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
   test('loads every *.ts file in file-name order; registration order follows', async () => {
-    const extension = (name: string) => `export default ({ addFilter }) => addFilter('service/api/content-item', (data) => ({ ...data, trace: [...(data.trace ?? []), '${name}'] }))\n`
+    const extension = (name: string) => [
+      `import { t } from '${join(import.meta.dir, '..', 'src', 'hooks', 'extension')}'`,
+      `export default ({ addFilter }) => addFilter('service/api/content-item', (data) => ({ ...data, trace: [...(data.trace ?? []), '${name}'] }), { schema: { add: { trace: t.Array(t.String()) } } })\n`,
+    ].join('\n')
     const folder = join(dir, 'ordered')
     await Bun.write(join(folder, 'b-second.ts'), extension('b'))
     await Bun.write(join(folder, 'a-first.ts'), extension('a'))
@@ -284,6 +362,30 @@ describe('the extension loader', () => {
     expect(run.stderr).toContain('vitrine: The extension')
     expect(run.stderr).toContain('20-broken.ts failed to load')
     expect(run.stderr.trim().split('\n')).toHaveLength(1)
+  })
+
+  test('a schema declaration that cannot apply stops the start with a message naming the file', async () => {
+    const folder = join(dir, 'declared')
+    await Bun.write(join(folder, '10-typo.ts'), "export default ({ addFilter }) => addFilter('service/api/content-item', (data) => data, { schema: { remove: ['excrept'] } })\n")
+    await expect(loadExtensions(folder)).rejects.toThrow(/declared\/10-typo.ts: schema.remove names "excrept"/)
+  })
+
+  test('the extensions shown in README.md and src/hooks/README.md load, declare their shape, and run', async () => {
+    const root = join(import.meta.dir, '..')
+    const shown = [
+      ...(await Bun.file(join(root, 'README.md')).text()).matchAll(/```ts\n(\/\/ src\/hooks\/extensions\/.*\n[\s\S]*?)```/g),
+      ...(await Bun.file(join(root, 'src', 'hooks', 'README.md')).text()).matchAll(/## Ten lines[\s\S]*?```ts\n([\s\S]*?)```/g),
+    ].map((match) => match[1].replace("from '../extension'", `from '${join(root, 'src', 'hooks', 'extension')}'`))
+    expect(shown).toHaveLength(2)
+    const folder = join(dir, 'readme')
+    for (const [index, source] of shown.entries()) await Bun.write(join(folder, `${index}.ts`), source)
+    const { registry } = await loadExtensions(folder)
+    const api = testApp(db.url, {}, registry)
+    opened.push(api)
+    const response = await api.get('/api/v1/content/post/hello')
+    expect(response.status).toBe(200)
+    expect(response.body.data).toMatchObject({ reading_time_minutes: 1, reading_minutes: 1 })
+    expect('excerpt' in response.body.data).toBe(false)
   })
 
   test('an unknown hook name is refused at load time', async () => {

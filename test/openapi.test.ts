@@ -1,80 +1,172 @@
 import { afterAll, describe, expect, test } from 'bun:test'
+import { createConfig, lintDocument, makeDocumentFromString, BaseResolver } from '@redocly/openapi-core'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import createClient from 'openapi-fetch'
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
-import { createApp } from '../src/app'
-import { loadConfig } from '../src/config'
-import { connectDatabase } from '../src/db/connect'
-import { createLogger } from '../src/log'
 import { createTestDatabase } from './support/database'
-import { addEntry, addLanguage } from './support/fixtures'
-import { fetchOpenApiDocument, openapiTypes } from './support/openapi'
-import type { paths } from './support/openapi-types'
+import { testApp } from './support/app'
+import { addEntry } from './support/fixtures'
+import { fetchOpenApiText, readingTime, registryOf } from './support/openapi'
 
 // Read as plain JSON, the way a client sees it.
-const document: Record<string, any> = await fetchOpenApiDocument()
+const document: Record<string, any> = JSON.parse(await fetchOpenApiText())
+const extended: Record<string, any> = JSON.parse(await fetchOpenApiText(await registryOf(readingTime)))
+const LIST = '/api/v1/content/{type}'
+const SHOW = '/api/v1/content/{type}/{slug}'
+const C12_KEYS = ['id', 'status', 'published_at', 'created_at', 'author', 'title', 'slug', 'excerpt', 'meta_title', 'meta_description', 'featured_image', 'terms']
+
+/** Every value in a JSON tree with the key that holds it. */
+function* entries(value: unknown, key = ''): Generator<[string, unknown]> {
+  yield [key, value]
+  if (value !== null && typeof value === 'object') for (const [name, child] of Object.entries(value)) yield* entries(child, name)
+}
 
 describe('the OpenAPI document at /api/v1/openapi.json', () => {
-  test('is a valid OpenAPI 3.1 document', async () => {
-    const validator = new Validator()
-    const result = await validator.validate(document)
-    expect(result.errors).toBeUndefined()
-    expect(result.valid).toBe(true)
-    expect(validator.version).toBe('3.1')
+  test('is a valid OpenAPI 3.1 document, with and without an extension that declares its schema', async () => {
+    for (const candidate of [document, extended]) {
+      const validator = new Validator()
+      const result = await validator.validate(candidate)
+      expect(result.errors).toBeUndefined()
+      expect(result.valid).toBe(true)
+      expect(validator.version).toBe('3.1')
+    }
   })
 
-  test('has both operations under their route names, with every status code', () => {
-    const index = document.paths['/api/v1/content/{type}'].get
-    const show = document.paths['/api/v1/content/{type}/{slug}'].get
-    expect([index.operationId, show.operationId]).toEqual(['service.api.content.index', 'service.api.content.show'])
-    expect(Object.keys(index.responses).sort()).toEqual(['200', '400', '404', '405', '500', '503'])
-    expect(Object.keys(show.responses).sort()).toEqual(['200', '404', '405', '500', '503'])
-    expect(index.parameters.map((p: any) => `${p.in}:${p.name}`)).toEqual(['path:type', 'query:page', 'query:per_page', 'query:lang'])
-    // Only GET is documented: the 405 catch-alls are hidden.
-    expect(Object.keys(document.paths['/api/v1/content/{type}'])).toEqual(['get'])
+  test('Redocly lint (recommended rules, offline) finds no error; the only warnings are the known ones', async () => {
+    const config = await createConfig({ extends: ['recommended'] })
+    for (const candidate of [document, extended]) {
+      const problems = await lintDocument({ document: makeDocumentFromString(JSON.stringify(candidate), '/openapi.json'), config, externalRefResolver: new BaseResolver() })
+      expect(problems.filter((problem) => problem.severity === 'error')).toEqual([])
+      // Known and true: the read-only methods answer only 405, the probes no 4xx, no license is chosen,
+      // and the tests' PUBLIC_URL is an example.com address.
+      const warnings = new Set(problems.map((problem) => problem.ruleId))
+      expect([...warnings].sort()).toEqual(['info-license', 'no-server-example.com', 'operation-2xx-response', 'operation-4xx-response'])
+    }
   })
 
-  test('documents the item with its keys in order, an example, and room for fields extensions add', () => {
-    const list = document.paths['/api/v1/content/{type}'].get.responses['200'].content['application/json'].schema
-    const item = list.properties.data.items
-    expect(item.required).toEqual(['id', 'status', 'published_at', 'created_at', 'author', 'title', 'slug', 'excerpt', 'meta_title', 'meta_description', 'featured_image', 'terms'])
-    expect(item.additionalProperties).toBe(true)
+  test('is byte-identical across instances whatever they served before', async () => {
+    const db = await createTestDatabase()
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    const quiet = testApp(db.url)
+    const busy = testApp(db.url, {}, await registryOf(readingTime))
+    const plain = testApp(db.url)
+    afterAll(async () => {
+      for (const api of [quiet, busy, plain]) await api.close()
+      await db.sql.end()
+    })
+    const before = (await quiet.get('/api/v1/openapi.json')).text
+    // A history that answers every status of every route, with and without extensions.
+    for (const api of [busy, plain]) {
+      for (const [method, path] of [
+        ['GET', '/api/v1/content/post?per_page=5&page=1&lang=fr'],
+        ['GET', '/api/v1/content/post/hello'],
+        ['GET', '/api/v1/content/nope'],
+        ['GET', '/api/v1/content/post?page=0'],
+        ['HEAD', '/api/v1/content/post'],
+        ['DELETE', '/api/v1/content/post/hello'],
+        ['OPTIONS', '/api/v1/content/post'],
+        ['GET', '/healthz'],
+        ['GET', '/readyz'],
+        ['GET', '/nope'],
+      ]) {
+        await api.get(path, { method })
+      }
+    }
+    const after = (await plain.get('/api/v1/openapi.json')).text
+    const later = testApp(db.url)
+    const fresh = (await later.get('/api/v1/openapi.json')).text
+    await later.close()
+    expect(after).toBe(before)
+    expect(fresh).toBe(before)
+    expect((await quiet.get('/api/v1/openapi.json')).text).toBe(before)
+    expect(JSON.parse(before)).toEqual(document)
+    expect((await busy.get('/api/v1/openapi.json')).text).toBe(JSON.stringify(extended))
+  })
+
+  test('OpenAPI 3.1 natively: no `nullable`, null only through anyOf or type arrays', () => {
+    for (const candidate of [document, extended]) {
+      const keys = [...entries(candidate)].map(([key]) => key)
+      expect(keys).not.toContain('nullable')
+    }
+    expect(document.components.schemas.ContentItem.properties.published_at.anyOf).toEqual([expect.objectContaining({ type: 'string', format: 'date-time' }), { type: 'null' }])
+    expect(document.components.schemas.ContentList.properties.data.items).toEqual({ anyOf: [{ $ref: '#/components/schemas/ContentItem' }, { type: 'null' }] })
+  })
+
+  test('named component schemas; the item is exactly C12, closed', () => {
+    expect(Object.keys(document.components.schemas)).toEqual(['ContentItem', 'Author', 'FeaturedImage', 'Term', 'ListMeta', 'ContentList', 'ContentEntry', 'Error', 'Status'])
+    const item = document.components.schemas.ContentItem
+    expect(item.required).toEqual(C12_KEYS)
+    expect(Object.keys(item.properties)).toEqual(C12_KEYS)
+    expect(item.additionalProperties).toBe(false)
+    expect(item.properties.id).toEqual({ type: 'integer' })
+    expect(item.properties.author.anyOf[0]).toEqual({ $ref: '#/components/schemas/Author' })
     expect(item.examples[0].slug).toBe('shipping-a-content-api')
-    expect(item.properties.id.type).toBe('integer')
-    expect(document.info.description).toContain('Extensions may add fields')
   })
 
-  test('test/support/openapi-types.ts is what openapi-typescript generates today (else run `bun run openapi:types`)', async () => {
-    const committed = await readFile(join(import.meta.dir, 'support', 'openapi-types.ts'), 'utf8')
-    expect(committed).toBe(await openapiTypes())
+  test("the item is the default one changed by the installed extensions' declarations", () => {
+    const item = extended.components.schemas.ContentItem
+    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'reading_time_minutes'])
+    expect(item.required).toEqual([...C12_KEYS.filter((key) => key !== 'excerpt'), 'reading_time_minutes'])
+    expect(item.properties.reading_time_minutes).toEqual({ minimum: 1, type: 'integer' })
+    expect(item.properties.excerpt).toEqual(document.components.schemas.ContentItem.properties.excerpt)
+    // The example stays valid: it gains a value of each added field.
+    expect(item.examples[0].reading_time_minutes).toBe(1)
+  })
+
+  test('operations read well in generated code and keep their route names', () => {
+    const index = document.paths[LIST].get
+    const show = document.paths[SHOW].get
+    expect([index.operationId, index['x-route-name']]).toEqual(['listContent', 'service.api.content.index'])
+    expect([show.operationId, show['x-route-name']]).toEqual(['getContent', 'service.api.content.show'])
+    expect([document.paths['/healthz'].get.operationId, document.paths['/readyz'].get.operationId]).toEqual(['checkLiveness', 'checkReadiness'])
+  })
+
+  test('page and per_page are integers from 1; per_page says it is clamped to 100', () => {
+    const parameters = document.components.parameters
+    expect(parameters.Page).toMatchObject({ name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } })
+    expect(parameters.PerPage).toMatchObject({ name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, default: 20 } })
+    expect(parameters.PerPage.description).toContain('clamped to 100')
+    const refs = document.paths[LIST].get.parameters.map((parameter: any) => parameter.$ref)
+    expect(refs).toEqual(['#/components/parameters/Page', '#/components/parameters/PerPage', '#/components/parameters/Lang'])
+  })
+
+  test('servers is the origin of PUBLIC_URL, from the settings the app was created with', async () => {
+    expect(document.servers).toEqual([{ url: 'https://cms.example.com', description: 'This installation (PUBLIC_URL)' }])
+    const other = JSON.parse(await fetchOpenApiText(undefined, { PUBLIC_URL: 'https://api.example.org:8443/' }))
+    expect(other.servers[0].url).toBe('https://api.example.org:8443')
+  })
+
+  test('every status a route answers is documented; 405 only under the methods that get it', () => {
+    expect(Object.keys(document.paths[LIST].get.responses)).toEqual(['200', '400', '404', '500', '503'])
+    expect(Object.keys(document.paths[SHOW].get.responses)).toEqual(['200', '404', '500', '503'])
+    for (const path of [LIST, SHOW]) {
+      expect(Object.keys(document.paths[path])).toEqual(['parameters', 'get', 'post', 'put', 'patch', 'delete'])
+      for (const method of ['post', 'put', 'patch', 'delete']) {
+        expect(document.paths[path][method].responses).toEqual({ '405': { $ref: '#/components/responses/MethodNotAllowed' } })
+      }
+    }
+    expect(document.components.responses.MethodNotAllowed.headers.Allow).toEqual({ $ref: '#/components/headers/Allow' })
+    expect(document.components.headers.Allow.schema).toEqual({ type: 'string', const: 'GET, HEAD, OPTIONS' })
+  })
+
+  test('response headers are documented: request id, Vary, Retry-After, Allow and the caching headers of C32–C34', () => {
+    expect(Object.keys(document.components.headers)).toEqual(['X-Request-Id', 'Vary', 'Retry-After', 'Allow', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
+    const names = (response: any) => Object.keys(response.headers)
+    expect(names(document.paths[LIST].get.responses['200'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
+    expect(names(document.paths[SHOW].get.responses['404'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
+    expect(names(document.components.responses.ServiceUnavailable)).toEqual(['X-Request-Id', 'Vary', 'Retry-After', 'Cache-Control'])
+    expect(names(document.components.responses.BadParameter)).toEqual(['X-Request-Id', 'Vary', 'Cache-Control'])
   })
 })
 
-describe('a client generated from the document', () => {
-  test('lists and fetches entries over HTTP through openapi-fetch', async () => {
-    const db = await createTestDatabase()
-    await addLanguage(db.sql, 'fr')
-    const id = await addEntry(db.sql, { translations: { en: { title: 'Hello', slug: 'hello' }, fr: { title: 'Bonjour', slug: 'bonjour' } } })
-    const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent' })
-    const sql = connectDatabase(db.url)
-    const app = createApp({ sql, config, log: createLogger('silent') }).listen({ port: 0, hostname: '127.0.0.1' })
-    afterAll(async () => {
-      await app.stop()
-      await sql.end()
-      await db.sql.end()
-    })
-    const client = createClient<paths>({ baseUrl: `http://127.0.0.1:${app.server!.port}` })
-
-    const list = await client.GET('/api/v1/content/{type}', { params: { path: { type: 'post' }, query: { lang: 'fr', per_page: '10' } } })
-    expect(list.response.status).toBe(200)
-    const first = list.data!.data[0]!
-    expect([first.id, first.title, list.data!.meta.per_page]).toEqual([id, 'Bonjour', 10])
-
-    const single = await client.GET('/api/v1/content/{type}/{slug}', { params: { path: { type: 'post', slug: 'hello' } } })
-    expect(single.data!.data!.slug).toBe('hello')
-
-    const missing = await client.GET('/api/v1/content/{type}/{slug}', { params: { path: { type: 'post', slug: 'nope' } } })
-    expect([missing.response.status, missing.error]).toEqual([404, { error: 'Not found.' }])
+describe('/docs', () => {
+  test('is HTML with charset=utf-8 and loads Swagger UI from the service itself', async () => {
+    const api = testApp('postgres://unused@127.0.0.1:1/unused')
+    const page = await api.get('/docs')
+    expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8'])
+    expect(page.text).toContain('<script src="/docs/assets/swagger-ui-bundle.js">')
+    expect(page.text).toContain("url: '/api/v1/openapi.json'")
+    expect(page.text).not.toMatch(/https?:\/\//)
+    const spec = await api.get('/api/v1/openapi.json')
+    expect(spec.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    await api.close()
   })
 })

@@ -103,7 +103,10 @@ describe('graceful shutdown', () => {
   test('a slow request in flight when SIGTERM arrives still gets its full 200; new connections are refused; exit 0', async () => {
     const extensions = await mkdtemp(join(tmpdir(), 'vitrine-slow-'))
     await chmod(extensions, 0o755)
-    await Bun.write(join(extensions, 'slow.ts'), "export default ({ addFilter }) => addFilter('service/api/content-item', async (data) => { await Bun.sleep(1500); return { ...data, slow: true } })\n")
+    await Bun.write(join(extensions, 'slow.ts'), [
+      `import { t } from '${join(import.meta.dir, '..', 'src', 'hooks', 'extension')}'`,
+      "export default ({ addFilter }) => addFilter('service/api/content-item', async (data) => { await Bun.sleep(1500); return { ...data, slow: true } }, { schema: { add: { slow: t.Boolean() } } })\n",
+    ].join('\n'))
     const service = await startService({ DATABASE_URL: db.url, PORT: '0', EXTENSIONS_DIR: extensions, HOOK_TIMEOUT_MS: '5000' })
     const inFlight = fetch(`${service.url}/api/v1/content/post/hello`)
     await Bun.sleep(300)

@@ -1,10 +1,11 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import { methodNotAllowed, notFound } from '../http/errors'
 import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
-import { applyItemFilters } from '../hooks/apply-item-filters'
+import { ALLOWED_METHODS } from '../http/response-headers'
+import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext } from '../hooks/context'
 import type { FilterContext } from '../hooks/extension'
 import { toEntryModel } from '../hooks/model'
@@ -12,25 +13,20 @@ import { FilterRegistry } from '../hooks/registry'
 import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer, type RenderedBody } from './content-answer'
 import { toItem } from './map-item'
 import { readLanguage, readPagination, readSlug, readType } from './parameters'
-import { EntryParams, ErrorResponse, ListQuery, ListResponse, ShowQuery, ShowResponse, TypeParams } from './schemas'
+import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
 
-const LIST_PATH = '/api/v1/content/:type'
-const SHOW_PATH = '/api/v1/content/:type/:slug'
-const ALLOW = 'GET, HEAD, OPTIONS'
-
-/** What any route may answer besides its own statuses (C3, C21, C22). */
-const FAULTS = {
-  405: t.Object({ error: t.Literal('Method not allowed.') }, { description: 'Any method but GET, HEAD and OPTIONS; the Allow header lists them.' }),
-  500: t.Object({ error: t.Literal('Internal server error.') }, { description: 'An unexpected failure, or a failing extension.' }),
-  503: t.Object({ error: t.Literal('Service unavailable.') }, { description: 'The database cannot be reached; see Retry-After.' }),
-}
+/** The content API's paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
+export const LIST_PATH = '/api/v1/content/:type'
+export const SHOW_PATH = '/api/v1/content/:type/:slug'
 
 /**
  * The content API: `GET /api/v1/content/{type}` and `GET /api/v1/content/{type}/{slug}`.
  * Each request reads top to bottom: parameters → the answer (from the cache, or one
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, filters = new FilterRegistry(), cache }: AppDependencies) {
+export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache }: AppDependencies) {
+  const publicUrl = new URL(config.publicUrl).origin
+  const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
   const answerOptions = (type: string, lang: string | undefined) => ({
     sql,
     mediaBaseUrl: config.mediaBaseUrl,
@@ -59,9 +55,9 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry(), cac
     // Callbacks may change what they are given in place: each request gets its own copy of the cached rows.
     const rows = structuredClone(answer.rows)
     const items = rows.map((row) => toItem(row, config.mediaBaseUrl))
-    const { context, headersRead } = createFilterContext(request, answer.languages.selected ?? '', answer.languages.default ?? '', route)
+    const { context, headersRead } = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
     const models = rows.map((row) => toEntryModel(row, config.mediaBaseUrl))
-    const filtered = await applyItemFilters(filters, items, models, context, config.hookTimeoutMs)
+    const filtered = await applyItemFilters(filters, items, models, context, run)
     if (headersRead.size) headers.vary = appendVary(headers.vary, headersRead)
     return render(envelope(filtered, answer.meta))
   }
@@ -94,18 +90,7 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry(), cac
         const read = await readAnswer('list', type, lang, [page, perPage], () => loadListAnswer({ ...answerOptions(type, lang), page, perPage }))
         return respond(request, set, 'service.api.content.index', read)
       },
-      {
-        transform: markUndecodable,
-        params: TypeParams,
-        query: ListQuery,
-        response: { 200: ListResponse, 400: ErrorResponse, 404: ErrorResponse, ...FAULTS },
-        detail: {
-          operationId: 'service.api.content.index',
-          tags: ['content'],
-          summary: 'List published entries of a content type',
-          description: 'Live entries only (published, and their publication time has come), newest first: `published_at` descending with undated entries last, then `id` descending.',
-        },
-      },
+      { transform: markUndecodable, params: TypeParams, query: ListQuery },
     )
     .get(
       SHOW_PATH,
@@ -117,21 +102,10 @@ export function contentRoutes({ sql, config, filters = new FilterRegistry(), cac
         const read = await readAnswer('show', type, lang, [slug], () => loadEntryAnswer({ ...answerOptions(type, lang), slug }))
         return respond(request, set, 'service.api.content.show', read)
       },
-      {
-        transform: markUndecodable,
-        params: EntryParams,
-        query: ShowQuery,
-        response: { 200: ShowResponse, 404: ErrorResponse, ...FAULTS },
-        detail: {
-          operationId: 'service.api.content.show',
-          tags: ['content'],
-          summary: 'Get one published entry by slug',
-          description: "The live entry whose slug in the selected language matches; else one with no translation in that language whose default-language slug matches. The lowest id wins a tie.",
-        },
-      },
+      { transform: markUndecodable, params: EntryParams, query: ShowQuery },
     )
-    .all(LIST_PATH, ({ request }) => rejectMethod(request), { detail: { hide: true } })
-    .all(SHOW_PATH, ({ request }) => rejectMethod(request), { detail: { hide: true } })
+    .all(LIST_PATH, ({ request }) => rejectMethod(request))
+    .all(SHOW_PATH, ({ request }) => rejectMethod(request))
 }
 
 /**
@@ -145,7 +119,7 @@ function markUndecodable({ params }: { params: Record<string, string | null> }):
 
 /** C3: any method but GET, HEAD and OPTIONS on an API path. */
 function rejectMethod(request: Request): never {
-  throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOW)
+  throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOWED_METHODS)
 }
 
 /** C30: adds the headers read by callbacks to whatever Vary already holds (CORS may have set Origin). */

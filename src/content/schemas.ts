@@ -1,44 +1,50 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /**
- * The TypeBox schemas of the content API: the one source of its TypeScript
- * types and of its OpenAPI document. Item keys are in the order of C12.
+ * The TypeBox schemas of the content API's responses: the one source of their
+ * TypeScript types and of the OpenAPI document (src/docs/openapi-document.ts).
+ * Plain TypeBox, not Elysia's `t`: its `t.Integer` also accepts numeric strings,
+ * which is right for reading a query string and wrong for describing output.
+ * Objects are closed: an item has exactly the keys of C12, in that order, and
+ * extensions declare what they change (src/hooks/item-schema.ts).
  */
-// Elysia's t.Integer also accepts numeric strings (for coercing input); output ids are plain integers.
-const Integer = (options?: Parameters<typeof Type.Integer>[0]) => Type.Integer(options)
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+const closed = { additionalProperties: false } as const
 
-const Timestamp = t.String({ format: 'date-time', examples: ['2026-01-01T09:30:00+00:00'] })
+const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 in UTC, to the second (C13).', examples: ['2026-01-01T09:30:00+00:00'] })
 
-export const Author = t.Object({ id: Integer(), name: t.String() })
+export const Author = Type.Object({ id: Type.Integer(), name: Type.String() }, closed)
 
-export const FeaturedImage = t.Object({
-  url: t.String({ examples: ['https://cms.example.com/media/uploads/2026/cat.jpg'] }),
-  thumbnail: t.String(),
-  medium: t.String(),
-})
-
-export const Term = t.Object({ id: Integer(), name: t.String(), slug: t.String() })
-
-export const Item = t.Object(
+export const FeaturedImage = Type.Object(
   {
-    id: Integer(),
-    status: t.Literal('published'),
-    published_at: t.Nullable(Timestamp),
+    url: Type.String({ description: 'The original image, an absolute URL.', examples: ['https://cms.example.com/media/uploads/2026/cat.jpg'] }),
+    thumbnail: Type.String({ description: 'The thumbnail variant; `url` until it is generated.' }),
+    medium: Type.String({ description: 'The medium variant; `url` until it is generated.' }),
+  },
+  closed,
+)
+
+export const Term = Type.Object({ id: Type.Integer(), name: Type.String(), slug: Type.String() }, closed)
+
+export const Item = Type.Object(
+  {
+    id: Type.Integer(),
+    status: Type.Literal('published'),
+    published_at: Nullable(Timestamp),
     created_at: Timestamp,
-    author: t.Nullable(Author),
-    title: t.Nullable(t.String()),
-    slug: t.Nullable(t.String()),
-    excerpt: t.Nullable(t.String()),
-    meta_title: t.Nullable(t.String()),
-    meta_description: t.Nullable(t.String()),
-    featured_image: t.Nullable(FeaturedImage),
-    terms: t.Array(Term),
+    author: Nullable(Author),
+    title: Nullable(Type.String()),
+    slug: Nullable(Type.String()),
+    excerpt: Nullable(Type.String()),
+    meta_title: Nullable(Type.String()),
+    meta_description: Nullable(Type.String()),
+    featured_image: Nullable(FeaturedImage),
+    terms: Type.Array(Term, { description: 'In the order the entry gives them.' }),
   },
   {
-    // Extensions may add fields through the filter hook `service/api/content-item`.
-    additionalProperties: true,
-    description: 'A published content entry. Extensions may add fields, or remove them.',
+    ...closed,
+    description: 'A published content entry. Translated fields come from the selected language, else from the default language (C14).',
     examples: [
       {
         id: 42,
@@ -61,35 +67,30 @@ export const Item = t.Object(
     ],
   },
 )
-export type Item = typeof Item.static
+export type Item = Static<typeof Item>
 
-export const ListMeta = t.Object({
-  current_page: Integer({ minimum: 1 }),
-  last_page: Integer({ minimum: 1 }),
-  per_page: Integer({ minimum: 1, maximum: 100 }),
-  total: Integer({ minimum: 0 }),
-})
-
-// An item is null when a filter callback made it so (C26).
-export const ListResponse = t.Object({ data: t.Array(t.Nullable(Item)), meta: ListMeta })
-export const ShowResponse = t.Object({ data: t.Nullable(Item) })
-export const ErrorResponse = t.Object({ error: t.String() })
-
-export const TypeParams = t.Object({ type: t.String({ description: 'A content type slug: page, post, or a custom type.' }) })
-export const EntryParams = t.Object({
-  type: t.String({ description: 'A content type slug: page, post, or a custom type.' }),
-  slug: t.String({ description: "The entry's slug in the selected language (or its default-language slug when it has no translation in it)." }),
-})
-
-const Lang = t.String({ description: "A configured language code; the site's default language when absent or unknown.", examples: ['fr'] })
-
-// Page numbers stay strings here: C6 answers a bad value with its own message.
-export const ListQuery = t.Object(
+export const ListMeta = Type.Object(
   {
-    page: t.Optional(t.String({ description: 'Page number, a positive integer. Default 1.', examples: ['2'] })),
-    per_page: t.Optional(t.String({ description: 'Items per page, a positive integer. Default 20, at most 100 (larger values are clamped).', examples: ['20'] })),
-    lang: t.Optional(Lang),
+    current_page: Type.Integer({ minimum: 1, description: 'The page asked for, even past the last one (C8).' }),
+    last_page: Type.Integer({ minimum: 1 }),
+    per_page: Type.Integer({ minimum: 1, maximum: 100, description: 'The page size in effect, after clamping (C7).' }),
+    total: Type.Integer({ minimum: 0, description: 'Live entries of the type, in any language (C18).' }),
   },
-  { additionalProperties: true },
+  closed,
 )
-export const ShowQuery = t.Object({ lang: t.Optional(Lang) }, { additionalProperties: true })
+
+export const ErrorBody = Type.Object({ error: Type.String() }, { ...closed, examples: [{ error: 'Not found.' }] })
+
+/** The list envelope (§2.3) around an item shape; an item is null when a callback made it so (C26). */
+export const listBody = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(Nullable(item)), meta: ListMeta }, closed)
+/** The single-entry envelope (§2.4) around an item shape. */
+export const showBody = <T extends TSchema>(item: T) => Type.Object({ data: Nullable(item) }, closed)
+export type ListBody = Static<ReturnType<typeof listBody<typeof Item>>>
+export type ShowBody = Static<ReturnType<typeof showBody<typeof Item>>>
+
+// What Elysia reads from the request. Page numbers stay strings here: C6 answers
+// a bad value with its own message (src/content/parameters.ts).
+export const TypeParams = t.Object({ type: t.String() })
+export const EntryParams = t.Object({ type: t.String(), slug: t.String() })
+export const ListQuery = t.Object({ page: t.Optional(t.String()), per_page: t.Optional(t.String()), lang: t.Optional(t.String()) }, { additionalProperties: true })
+export const ShowQuery = t.Object({ lang: t.Optional(t.String()) }, { additionalProperties: true })

@@ -1,7 +1,7 @@
-import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { join } from 'node:path'
 import { notFound } from '../http/errors'
+import { JSON_CONTENT_TYPE } from '../http/json-response'
 
 const SWAGGER_UI = join(import.meta.dir, '..', '..', 'node_modules', 'swagger-ui-dist')
 export const OPENAPI_PATH = '/api/v1/openapi.json'
@@ -12,54 +12,39 @@ const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
 }
 
+// validatorUrl null: Swagger UI would otherwise send the document to an online validator.
+const REFERENCE_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Vitrine content API</title>
+  <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/assets/swagger-ui-bundle.js"></script>
+  <script>window.ui = SwaggerUIBundle({ url: '${OPENAPI_PATH}', dom_id: '#swagger-ui', validatorUrl: null })</script>
+</body>
+</html>
+`
+
 /**
- * The OpenAPI 3.1 document at /api/v1/openapi.json, generated from the
- * routes' TypeBox schemas, and an interactive reference at /docs.
- * @example new Elysia().use(apiDocumentation()).use(contentRoutes(deps))
+ * Serves the OpenAPI document at /api/v1/openapi.json, as the bytes it was
+ * given at start (every request gets the same ones), and an interactive
+ * reference at /docs.
+ * @example new Elysia().use(apiDocumentation(buildOpenApiDocument({ publicUrl, itemSchema })))
  */
-export function apiDocumentation() {
+export function apiDocumentation(document: object) {
+  const body = JSON.stringify(document)
   return new Elysia({ name: 'api-documentation' })
-    .get(
-      '/docs/assets/:file',
-      ({ params }) => {
-        const type = ASSETS[params.file]
-        if (!type) throw notFound()
-        return new Response(Bun.file(join(SWAGGER_UI, params.file)), {
-          headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
-        })
-      },
-      { detail: { hide: true } },
-    )
-    .use(
-      openapi({
-        path: '/docs',
-        specPath: OPENAPI_PATH,
-        provider: 'swagger-ui',
-        swagger: {
-          cdn: '/docs/assets/swagger-ui-bundle.js',
-          theme: '/docs/assets/swagger-ui.css',
-          url: OPENAPI_PATH,
-          // Swagger UI would otherwise send the document to an online validator.
-          validatorUrl: null,
-        } as never,
-        exclude: { paths: ['/docs', '/docs/assets/:file', OPENAPI_PATH] },
-        documentation: {
-          info: {
-            title: 'Vitrine content API',
-            version: '1.4.0',
-            description: [
-              'A read-only, public JSON API serving published content entries.',
-              '',
-              'Items have the fields documented here. **Extensions may add fields, or remove them**, through the',
-              'filter hook `service/api/content-item`: clients should ignore fields they do not know.',
-              'Responses vary by `lang` and by every request header an extension reads (see the `Vary` header).',
-            ].join('\n'),
-          },
-          tags: [
-            { name: 'content', description: 'Published content entries' },
-            { name: 'operations', description: 'Probes for orchestrators and load balancers' },
-          ],
-        },
-      }),
-    )
+    .get(OPENAPI_PATH, () => new Response(body, { headers: { 'content-type': JSON_CONTENT_TYPE } }))
+    .get('/docs', () => new Response(REFERENCE_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } }))
+    .get('/docs/assets/:file', ({ params }) => {
+      const type = ASSETS[params.file]
+      if (!type) throw notFound()
+      return new Response(Bun.file(join(SWAGGER_UI, params.file)), {
+        headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
+      })
+    })
 }

@@ -1,4 +1,6 @@
+import type { SchemaMismatchPolicy } from '../config'
 import { Item } from '../content/schemas'
+import type { Logger } from '../log'
 import type { EntryModel, FilterContext, ItemData } from './extension'
 import type { FilterRegistry, RegisteredFilter } from './registry'
 
@@ -12,20 +14,43 @@ export class FilterError extends Error {
 
 const DEFAULT_KEYS = Object.keys(Item.properties)
 
+export interface FilterRun {
+  timeoutMs: number
+  /** Called when a callback's output does not match the shape it declared. */
+  onSchemaMismatch: (filter: RegisteredFilter, mismatch: string) => void
+}
+
 /**
  * Runs every registered callback over every item, in priority order; each
  * gets the previous one's result (C24). Items run side by side; the callbacks
  * of one item never do. A `null` ends that item's chain: the item is null (C26).
- * @example const data = await applyItemFilters(registry, items, models, context, 1000)
+ * @example const data = await applyItemFilters(registry, items, models, context, { timeoutMs: 1000, onSchemaMismatch })
  */
 export async function applyItemFilters(
   registry: FilterRegistry,
   items: Item[],
   models: EntryModel[],
   context: FilterContext,
-  timeoutMs: number,
+  run: FilterRun,
 ): Promise<(ItemData | null)[]> {
-  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models[index], context, timeoutMs)))
+  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models[index], context, run)))
+}
+
+/**
+ * What an output that does not match its callback's declared shape does:
+ * `fail` fails the request closed, as a throwing callback does (C23); `log`
+ * logs it once per callback and serves the output as it is.
+ * @example const onSchemaMismatch = schemaMismatchHandler(config.hookSchemaMismatch, log)
+ */
+export function schemaMismatchHandler(policy: SchemaMismatchPolicy, log: Logger): FilterRun['onSchemaMismatch'] {
+  const reported = new WeakSet<RegisteredFilter>()
+  return (filter, mismatch) => {
+    const error = new FilterError(filter, `returned an item that does not match its declared schema: ${mismatch}`)
+    if (policy === 'fail') throw error
+    if (reported.has(filter)) return
+    reported.add(filter)
+    log.error('extension output does not match its declared schema; served as it is, reported once', { error })
+  }
 }
 
 async function filterOne(
@@ -33,7 +58,7 @@ async function filterOne(
   item: Item,
   model: EntryModel,
   context: FilterContext,
-  timeoutMs: number,
+  { timeoutMs, onSchemaMismatch }: FilterRun,
 ): Promise<ItemData | null> {
   let data: ItemData = item
   for (const filter of filters) {
@@ -47,6 +72,8 @@ async function filterOne(
     if (result === null) return null
     if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')
     if (typeof result !== 'object' || Array.isArray(result)) throw new FilterError(filter, `returned ${Array.isArray(result) ? 'an array' : typeof result}, not the item object.`)
+    const mismatch = filter.schemaMismatch(result)
+    if (mismatch !== undefined) onSchemaMismatch(filter, mismatch)
     data = result as ItemData
   }
   return withDefaultKeysFirst(data)

@@ -6,16 +6,14 @@ export interface RequestContext {
   headersRead: Set<string>
 }
 
+/** What the route knows of the request beyond the request itself. */
+export type RouteFacts = Pick<FilterContext, 'language' | 'defaultLanguage' | 'route' | 'publicUrl'>
+
 /**
  * The third argument of the filter callbacks, for one request.
- * @example const { context, headersRead } = createFilterContext(request, 'fr', 'en', 'service.api.content.index')
+ * @example const { context, headersRead } = createFilterContext(request, { language: 'fr', defaultLanguage: 'en', route: 'service.api.content.index', publicUrl: 'https://cms.example.com' })
  */
-export function createFilterContext(
-  request: Request,
-  language: string,
-  defaultLanguage: string,
-  route: FilterContext['route'],
-): RequestContext {
+export function createFilterContext(request: Request, { language, defaultLanguage, route, publicUrl }: RouteFacts): RequestContext {
   const headersRead = new Set<string>()
   const memo = new Map<string, Promise<unknown>>()
   const headers = Object.freeze({
@@ -33,6 +31,7 @@ export function createFilterContext(
     language,
     defaultLanguage,
     route,
+    publicUrl,
     once<T>(key: string, compute: () => T | Promise<T>): Promise<T> {
       if (!memo.has(key)) memo.set(key, Promise.resolve().then(compute))
       return memo.get(key) as Promise<T>

@@ -1,9 +1,20 @@
 /**
  * What an extension author works with: the types of the filter hook
- * `service/api/content-item` (service.md §6, contract C24–C31) and
- * `defineExtension`. Extensions live in `src/hooks/extensions/*.ts`.
+ * `service/api/content-item` (service.md §6, contract C24–C31),
+ * `defineExtension`, and `t` to declare the fields a callback adds.
+ * Extensions live in `src/hooks/extensions/*.ts`.
  */
+import type { TSchema } from '@sinclair/typebox'
 import type { Item } from '../content/schemas'
+
+/**
+ * TypeBox's schema builder, to declare the fields a callback adds: `t.Integer()`,
+ * `t.String()`, `t.Union([t.String(), t.Null()])`, `t.Array(t.String())`…
+ * Not Elysia's `t`: its `t.Integer()` also accepts numeric strings, which would
+ * document a response field wrongly.
+ * @example addFilter('service/api/content-item', callback, { schema: { add: { reading_time_minutes: t.Integer() } } })
+ */
+export { Type as t } from '@sinclair/typebox'
 
 /** The name of the one filter hook. */
 export const CONTENT_ITEM_HOOK = 'service/api/content-item'
@@ -18,6 +29,7 @@ export type ItemData = Partial<Item> & { [field: string]: unknown }
 /** Argument 2: the entry's full model, with its relations loaded (C25). Timestamps as in C13. */
 export interface EntryModel {
   id: number
+  /** The entry's content type, for example `{ id: 2, slug: 'post', name: 'Posts' }`. */
   content_type: { id: number; slug: string; name: string }
   status: 'published'
   published_at: string | null
@@ -25,7 +37,10 @@ export interface EntryModel {
   updated_at: string
   author_id: number | null
   featured_image_id: number | null
-  /** One per language the entry is written in, by language code. */
+  /**
+   * One per language the entry is written in, by language code. The selected
+   * language may have none: the item then shows the default language's (C14).
+   */
   translations: TranslationModel[]
   author: { id: number; name: string } | null
   /** In the entry's order (position, then id). */
@@ -42,6 +57,7 @@ export interface TranslationModel {
   excerpt: string | null
   meta_title: string | null
   meta_description: string | null
+  /** HTML, as the editor saved it: escape or sanitise it where you do not trust it. */
   body: string | null
 }
 
@@ -86,6 +102,12 @@ export interface FilterContext {
   defaultLanguage: string
   route: 'service.api.content.index' | 'service.api.content.show'
   /**
+   * The service's public origin (from `PUBLIC_URL`), never the request's Host:
+   * build absolute URLs with it.
+   * @example `${context.publicUrl}/api/v1/content/${content.content_type.slug}/${data.slug}`
+   */
+  publicUrl: string
+  /**
    * Runs `compute` once per request and shares its result between all items
    * and callbacks that ask for the same key.
    * @example const plans = await context.once('plans', () => fetchPlans())
@@ -95,7 +117,9 @@ export interface FilterContext {
 
 /**
  * A filter callback: gets the item, returns it changed or not, or `null` to
- * make the whole item null (C26). Returning nothing is an error.
+ * make the whole item null (C26); the callbacks after it are then skipped.
+ * `data` is this request's own copy: change it in place or build a new one.
+ * `content` is shared: read it, never change it. Returning nothing is an error.
  */
 export type ContentItemFilter = (
   data: ItemData,
@@ -103,13 +127,32 @@ export type ContentItemFilter = (
   context: FilterContext,
 ) => ItemData | null | Promise<ItemData | null>
 
+/**
+ * How a callback changes the item's shape. The OpenAPI document shows the
+ * default item changed by every installed callback's declaration, and each
+ * callback's output is checked against it (src/hooks/README.md).
+ */
+export interface ItemSchemaChange {
+  /** Fields the callback adds to every item it returns (or whose schema it replaces), built with `t`. */
+  add?: Record<string, TSchema>
+  /** Fields the callback may remove: they stay documented, no longer required. */
+  remove?: string[]
+}
+
+export interface FilterOptions {
+  /** Lower runs first; default 10. */
+  priority?: number
+  /** What the callback changes in the item's shape; none declared: it keeps the shape as it is. */
+  schema?: ItemSchemaChange
+}
+
 export interface ExtensionApi {
   /**
    * Registers a callback. Lower priorities run first; equal ones in the order
-   * they were added (C24).
-   * @example addFilter('service/api/content-item', (data) => ({ ...data, flag: true }), 20)
+   * they were added (C24). The third argument is the options, or a priority.
+   * @example addFilter('service/api/content-item', (data) => ({ ...data, flag: true }), { priority: 20, schema: { add: { flag: t.Boolean() } } })
    */
-  addFilter(name: HookName, callback: ContentItemFilter, priority?: number): void
+  addFilter(name: HookName, callback: ContentItemFilter, options?: number | FilterOptions): void
 }
 
 /** The default export of an extension file. */

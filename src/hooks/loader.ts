@@ -27,11 +27,17 @@ export async function loadExtensions(dir: string): Promise<{ registry: FilterReg
     try {
       const module = await import(pathToFileURL(path).href)
       if (typeof module.default !== 'function') throw new Error('its default export is not a function; see src/hooks/README.md.')
-      const api: ExtensionApi = { addFilter: (name, callback, priority) => registry.add(name, callback, priority, source) }
+      const api: ExtensionApi = { addFilter: (name, callback, options) => registry.add(name, callback, options, source) }
       await module.default(api)
     } catch (error) {
       throw new ExtensionLoadError(`The extension ${source} failed to load: ${error instanceof Error ? error.message : String(error)}`)
     }
+  }
+  try {
+    // Declared shapes build on each other in the order callbacks run: check them once every file is in.
+    void registry.itemSchema
+  } catch (error) {
+    throw new ExtensionLoadError(`The extensions' schema declarations do not fit together. ${(error as Error).message}`)
   }
   return { registry, files }
 }

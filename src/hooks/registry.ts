@@ -1,32 +1,83 @@
-import { CONTENT_ITEM_HOOK, type ContentItemFilter, type HookName } from './extension'
+import type { TObject } from '@sinclair/typebox'
+import { Item } from '../content/schemas'
+import { CONTENT_ITEM_HOOK, type ContentItemFilter, type FilterOptions, type HookName, type ItemSchemaChange } from './extension'
+import { changeItemSchema, compileMismatchFinder } from './item-schema'
 
 export interface RegisteredFilter {
   callback: ContentItemFilter
   priority: number
   /** Where it was registered (the extension file), for the log. */
   source: string
+  /** The item's shape after this callback, as declared: its output must match it. */
+  itemSchema: TObject
+  /** What in an output does not match `itemSchema`, or undefined. */
+  schemaMismatch(output: unknown): string | undefined
+}
+
+interface Registration {
+  callback: ContentItemFilter
+  priority: number
+  source: string
+  change: ItemSchemaChange
 }
 
 /**
  * The callbacks of the filter hook, kept in the order they run: by priority,
- * then by registration (C24). Built once at start, read by every request.
+ * then by registration (C24), each with the item shape it declared. Built once
+ * at start, read by every request and by the OpenAPI document.
  */
 export class FilterRegistry {
-  #filters: RegisteredFilter[] = []
+  #registrations: Registration[] = []
+  #filters: RegisteredFilter[] | undefined
 
-  add(name: HookName, callback: ContentItemFilter, priority = 10, source = 'unknown'): void {
+  /**
+   * @example registry.add('service/api/content-item', callback, { priority: 20, schema: { add: { flag: t.Boolean() } } }, 'src/hooks/extensions/20-flag.ts')
+   */
+  add(name: HookName, callback: ContentItemFilter, options: number | FilterOptions = {}, source = 'unknown'): void {
     if (name !== CONTENT_ITEM_HOOK) throw new TypeError(`Unknown hook "${name}": the only hook is "${CONTENT_ITEM_HOOK}".`)
     if (typeof callback !== 'function') throw new TypeError('addFilter needs a function as its callback.')
+    const { priority = 10, schema = {} } = typeof options === 'number' ? { priority: options } : (options ?? {})
     if (!Number.isFinite(priority)) throw new TypeError(`The priority must be a number, not ${String(priority)}.`)
+    checkSchemaChange(schema)
     // A stable sort keeps registration order among equal priorities.
-    this.#filters = [...this.#filters, { callback, priority, source }].sort((a, b) => a.priority - b.priority)
+    this.#registrations = [...this.#registrations, { callback, priority, source, change: schema }].sort((a, b) => a.priority - b.priority)
+    this.#filters = undefined
   }
 
+  /**
+   * In the order they run. Each one's shape builds on the one before, so the
+   * shapes are worked out once every callback is in, on first use; a
+   * declaration that cannot apply (removing a field no callback before it has) throws.
+   */
   get filters(): readonly RegisteredFilter[] {
+    this.#filters ??= this.#resolve()
     return this.#filters
   }
 
-  get isEmpty(): boolean {
-    return this.#filters.length === 0
+  /** The item's shape after every callback: what the OpenAPI document shows. */
+  get itemSchema(): TObject {
+    return this.filters.at(-1)?.itemSchema ?? Item
   }
+
+  get isEmpty(): boolean {
+    return this.#registrations.length === 0
+  }
+
+  #resolve(): RegisteredFilter[] {
+    let shape: TObject = Item
+    return this.#registrations.map(({ callback, priority, source, change }) => {
+      try {
+        shape = changeItemSchema(shape, change)
+      } catch (error) {
+        throw new TypeError(`The filter callback ${callback.name || '(anonymous)'} from ${source}: ${(error as Error).message}`)
+      }
+      return { callback, priority, source, itemSchema: shape, schemaMismatch: compileMismatchFinder(shape) }
+    })
+  }
+}
+
+function checkSchemaChange(change: unknown): asserts change is ItemSchemaChange {
+  const { add = {}, remove = [] } = (change ?? {}) as Record<string, unknown>
+  if (typeof add !== 'object' || add === null || Array.isArray(add)) throw new TypeError('schema.add must be an object of field names and schemas built with t.')
+  if (!Array.isArray(remove) || remove.some((key) => typeof key !== 'string')) throw new TypeError('schema.remove must be an array of field names.')
 }

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
+import { ALLOWED_METHODS } from './response-headers'
 
-const ALLOWED_METHODS = 'GET, HEAD, OPTIONS'
 /** Headers a browser script may read from our responses. */
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow'
 /** How long a browser may reuse a preflight answer. */
@@ -23,7 +23,7 @@ const HEADER_NAME_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9
  */
 export function corsPolicy(config: Pick<Config, 'corsOrigins'>) {
   const listed = config.corsOrigins === '*' ? null : new Set(config.corsOrigins)
-  return new Elysia({ name: 'cors-policy', seed: config.corsOrigins }).onRequest(({ request, set }) => {
+  return new Elysia({ name: 'cors-policy' }).onRequest(({ request, set }) => {
     const origin = request.headers.get('origin')
     const vary: string[] = []
     if (listed === null) {

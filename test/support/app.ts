@@ -29,7 +29,8 @@ export interface TestResponse {
  * @example const api = testApp(db.url, { MEDIA_BASE_URL: 'https://cdn.example.com' })
  */
 export function testApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry(), cache?: ContentCache<ContentAnswer>): TestApp {
-  const config = loadConfig({ DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
+  // NODE_ENV test, as under `bun test`: an extension's output that does not match its declared schema fails the request.
+  const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
   const statements: string[] = []
   const logs: string[] = []
   // The service's own pool settings (read-only, statement_timeout), with a smaller pool.

@@ -1,4 +1,4 @@
-import { defineExtension, type EntryModel, type FilterContext } from '../extension'
+import { defineExtension, t, type EntryModel, type FilterContext } from '../extension'
 
 /**
  * Adds the entry's custom field values as `fields: { key: value }`. For each
@@ -6,7 +6,10 @@ import { defineExtension, type EntryModel, type FilterContext } from '../extensi
  * else the default language's value.
  */
 export default defineExtension(({ addFilter }) => {
-  addFilter('service/api/content-item', (data, content, context) => ({ ...data, fields: fieldsOf(content, context) }))
+  addFilter('service/api/content-item', (data, content, context) => ({ ...data, fields: fieldsOf(content, context) }), {
+    // Values are JSON of any kind: their schema is open.
+    schema: { add: { fields: t.Record(t.String(), t.Unknown(), { description: 'Custom field values by key.' }) } },
+  })
 })
 
 function fieldsOf(content: EntryModel, context: FilterContext): Record<string, unknown> {

@@ -1,0 +1,208 @@
+import { Type, type TObject } from '@sinclair/typebox'
+import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from '../content/parameters'
+import { LIST_PATH, SHOW_PATH } from '../content/routes'
+import { Author, ErrorBody, FeaturedImage, ListMeta, Term, listBody, showBody } from '../content/schemas'
+import { RESPONSE_HEADERS, type ResponseHeaderName } from '../http/response-headers'
+
+export interface DocumentInputs {
+  /** `PUBLIC_URL`: the document's one server. */
+  publicUrl: string
+  /** The item as the installed extensions declare it (FilterRegistry.itemSchema). */
+  itemSchema: TObject
+}
+
+type Json = Record<string, unknown>
+
+const ref = (kind: 'schemas' | 'parameters' | 'responses' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` })
+const json = (schema: unknown, extra: Json = {}) => ({ content: { 'application/json': { schema, ...extra } } })
+
+/** Headers by kind of answer (C29, C22, C3, C32–C34); `Vary` may carry `Origin` on any answer. */
+const EVERY_ANSWER: ResponseHeaderName[] = ['X-Request-Id', 'Vary']
+const CONTENT_ANSWER: ResponseHeaderName[] = [...EVERY_ANSWER, 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age']
+const headers = (...names: ResponseHeaderName[]) => Object.fromEntries(names.map((name) => [name, ref('headers', name)]))
+
+const errorResponse = (description: string, messages: string[], headerNames: ResponseHeaderName[]) => ({
+  description,
+  headers: headers(...headerNames),
+  ...json(ref('schemas', 'Error'), { examples: Object.fromEntries(messages.map((error, index) => [`error${index + 1}`, { value: { error } }])) }),
+})
+
+/** The methods an API path refuses (C3); TRACE and the rest do too, and are left out of the document. */
+const REFUSED_METHODS = ['post', 'put', 'patch', 'delete'] as const
+
+/**
+ * The service's OpenAPI 3.1 document: the content item as the installed
+ * extensions declare it, named component schemas, every status and header a
+ * route answers. A pure function of its inputs, built once at start: the same
+ * settings and extensions give the same bytes, whatever was served before.
+ * @example JSON.stringify(buildOpenApiDocument({ publicUrl: 'https://cms.example.com', itemSchema: registry.itemSchema }))
+ */
+export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs): Json {
+  const schemas = {
+    ContentItem: itemSchema,
+    Author,
+    FeaturedImage,
+    Term,
+    ListMeta,
+    ContentList: listBody(itemSchema),
+    ContentEntry: showBody(itemSchema),
+    Error: ErrorBody,
+    Status: Type.Object({ status: Type.String() }, { additionalProperties: false }),
+  }
+  const names = new Map<object, string>(Object.entries(schemas).map(([name, schema]) => [schema, name]))
+  const contentHeaders = headers(...CONTENT_ANSWER)
+  const refusals = (resource: string) =>
+    Object.fromEntries(
+      REFUSED_METHODS.map((method) => [
+        method,
+        {
+          operationId: `${method}${resource}`,
+          tags: ['content'],
+          summary: `${method.toUpperCase()} is not allowed: the API is read-only`,
+          responses: { '405': ref('responses', 'MethodNotAllowed') },
+        },
+      ]),
+    )
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Vitrine content API',
+      version: '1.4.0',
+      description: [
+        'A read-only, public JSON API serving published content entries.',
+        '',
+        'Items have exactly the fields of `ContentItem` in this document. Extensions installed on this service',
+        'may add fields or remove them through the filter hook `service/api/content-item`; each declares what it',
+        'changes, and this document is built from those declarations when the service starts.',
+        '',
+        'Every path also answers `HEAD` (the same status and headers as `GET`, no body) and `OPTIONS` (CORS',
+        'preflight). Responses vary by `lang` and by every request header an extension reads: see `Vary`.',
+      ].join('\n'),
+    },
+    servers: [{ url: new URL(publicUrl).origin, description: 'This installation (PUBLIC_URL)' }],
+    security: [],
+    tags: [
+      { name: 'content', description: 'Published content entries' },
+      { name: 'operations', description: 'Probes for orchestrators and load balancers' },
+    ],
+    paths: {
+      [openApiPath(LIST_PATH)]: {
+        parameters: [ref('parameters', 'ContentType')],
+        get: {
+          operationId: 'listContent',
+          'x-route-name': 'service.api.content.index',
+          tags: ['content'],
+          summary: 'List published entries of a content type',
+          description:
+            'Live entries only (published, and their publication time has come), newest first: `published_at` descending with undated entries last, then `id` descending.',
+          parameters: [ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'Lang')],
+          responses: {
+            '200': { description: 'A page of entries; past the last page, `data` is empty.', headers: contentHeaders, ...json(ref('schemas', 'ContentList')) },
+            '400': ref('responses', 'BadParameter'),
+            '404': errorResponse('The content type does not exist.', ['Content type not found.'], CONTENT_ANSWER),
+            '500': ref('responses', 'InternalError'),
+            '503': ref('responses', 'ServiceUnavailable'),
+          },
+        },
+        ...refusals('ContentList'),
+      },
+      [openApiPath(SHOW_PATH)]: {
+        parameters: [ref('parameters', 'ContentType'), ref('parameters', 'Slug')],
+        get: {
+          operationId: 'getContent',
+          'x-route-name': 'service.api.content.show',
+          tags: ['content'],
+          summary: 'Get one published entry by slug',
+          description:
+            'The live entry whose slug in the selected language matches; else one with no translation in that language whose default-language slug matches. The lowest id wins a tie.',
+          parameters: [ref('parameters', 'Lang')],
+          responses: {
+            '200': { description: 'The entry; `data` is null when an extension withheld it.', headers: contentHeaders, ...json(ref('schemas', 'ContentEntry')) },
+            '404': errorResponse('The content type does not exist (checked first), or no live entry of it has this slug.', ['Content type not found.', 'Not found.'], CONTENT_ANSWER),
+            '500': ref('responses', 'InternalError'),
+            '503': ref('responses', 'ServiceUnavailable'),
+          },
+        },
+        ...refusals('Content'),
+      },
+      '/healthz': {
+        get: {
+          operationId: 'checkLiveness',
+          tags: ['operations'],
+          summary: 'Liveness: the process answers',
+          responses: { '200': { description: 'The process runs.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ok' } }) } },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'checkReadiness',
+          tags: ['operations'],
+          summary: 'Readiness: the database answers and is migrated',
+          responses: {
+            '200': { description: 'Ready to serve.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ready' } }) },
+            '503': errorResponse('The database cannot be reached, or has pending migrations.', ['The database is not reachable.'], [...EVERY_ANSWER, 'Retry-After']),
+          },
+        },
+      },
+    },
+    components: {
+      schemas: Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, referencing(schema, names, schema)])),
+      parameters: {
+        ContentType: { name: 'type', in: 'path', required: true, description: 'A content type slug: `page`, `post`, or a custom type. Case-sensitive.', schema: { type: 'string' } },
+        Slug: {
+          name: 'slug',
+          in: 'path',
+          required: true,
+          description: "The entry's slug in the selected language (or its default-language slug when it has no translation in it).",
+          schema: { type: 'string' },
+        },
+        Page: {
+          name: 'page',
+          in: 'query',
+          description: 'The page number, in decimal digits. Anything else is a 400.',
+          schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 },
+        },
+        PerPage: {
+          name: 'per_page',
+          in: 'query',
+          description: `Entries per page, in decimal digits. A value above ${MAX_PER_PAGE} is clamped to ${MAX_PER_PAGE} (\`meta.per_page\` shows the value in effect); anything else is a 400.`,
+          schema: { type: 'integer', minimum: 1, default: DEFAULT_PER_PAGE },
+        },
+        Lang: {
+          name: 'lang',
+          in: 'query',
+          description: "A configured language code; the site's default language when absent or unknown.",
+          schema: { type: 'string', examples: ['fr'] },
+        },
+      },
+      responses: {
+        BadParameter: errorResponse('`page` or `per_page` is not a positive integer in decimal digits.', ['The page parameter must be a positive integer.', 'The per_page parameter must be a positive integer.'], [
+          ...EVERY_ANSWER,
+          'Cache-Control',
+        ]),
+        MethodNotAllowed: errorResponse('Any method but GET, HEAD and OPTIONS; `Allow` lists them.', ['Method not allowed.'], [...EVERY_ANSWER, 'Allow', 'Cache-Control']),
+        InternalError: errorResponse('An unexpected failure, or a failing extension.', ['Internal server error.'], [...EVERY_ANSWER, 'Cache-Control']),
+        ServiceUnavailable: errorResponse('The database cannot be reached; ask again after `Retry-After` seconds.', ['Service unavailable.'], [...EVERY_ANSWER, 'Retry-After', 'Cache-Control']),
+      },
+      headers: RESPONSE_HEADERS,
+    },
+  }
+}
+
+/** `/api/v1/content/:type` as OpenAPI writes it: `/api/v1/content/{type}`. */
+function openApiPath(elysiaPath: string): string {
+  return elysiaPath.replace(/:(\w+)/g, '{$1}')
+}
+
+/**
+ * A TypeBox schema as plain JSON (TypeBox's own symbol keys left out), with
+ * each named schema inside it, other than `root`, replaced by a `$ref`.
+ */
+function referencing(schema: unknown, names: Map<object, string>, root?: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map((entry) => referencing(entry, names))
+  if (schema === null || typeof schema !== 'object') return schema
+  const name = names.get(schema)
+  if (name !== undefined && schema !== root) return ref('schemas', name)
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, referencing(value, names)]))
+}

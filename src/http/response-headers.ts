@@ -1,0 +1,70 @@
+/** The methods every API path answers (C3): a 405's `Allow`, and what CORS allows. */
+export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS'
+
+/** A response header as the OpenAPI document describes it (an OpenAPI Header Object). */
+export interface ResponseHeader {
+  description: string
+  /** Sent on every response that lists it. */
+  required: boolean
+  schema: Record<string, unknown>
+}
+
+/**
+ * The response headers of the service, each defined once from the contract.
+ * The OpenAPI document lists them on the responses that carry them; code that
+ * sends one takes its name from here. ETag, Cache-Control, Surrogate-Key,
+ * X-Cache and Age belong to the response cache (C32–C34): they are documented
+ * from the contract and stay `required: false` until the cache sends them.
+ * @example response.headers.get('X-Request-Id' satisfies ResponseHeaderName)
+ */
+export const RESPONSE_HEADERS = {
+  'X-Request-Id': {
+    description: 'Finds the request in the logs: the incoming `X-Request-Id` when it is 1 to 128 letters, digits or `._:-`, else a generated UUID (C29).',
+    required: true,
+    schema: { type: 'string', minLength: 1, maxLength: 128 },
+  },
+  Vary: {
+    description:
+      'The request headers this answer depends on: `Origin` when `CORS_ORIGINS` is a list, and every request header an extension read (C30). Absent when it depends on none.',
+    required: false,
+    schema: { type: 'string', examples: ['Origin, x-member'] },
+  },
+  'Retry-After': {
+    description: 'Seconds to wait before asking again (C22).',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
+  Allow: {
+    description: 'The methods this path answers (C3).',
+    required: true,
+    schema: { type: 'string', const: ALLOWED_METHODS },
+  },
+  ETag: {
+    description: 'A strong entity tag of the exact body bytes, the same on every instance; send it back in `If-None-Match` to get a 304 (C32).',
+    required: false,
+    schema: { type: 'string', examples: ['"5d41402abc4b2a76"'] },
+  },
+  'Cache-Control': {
+    description:
+      '200 and 404: `public, no-cache`, or `public, max-age=N` when `CACHE_MAX_AGE` is set, capped at the next go-live of the type. 400 and 405: `public, max-age=N`. 5xx: `no-store` (C33).',
+    required: false,
+    schema: { type: 'string', examples: ['public, no-cache'] },
+  },
+  'Surrogate-Key': {
+    description: 'Space-separated tags for purging a CDN: `type-{slug}`, and `entry-{id}` for each item (C34).',
+    required: false,
+    schema: { type: 'string', examples: ['type-post entry-42 entry-41'] },
+  },
+  'X-Cache': {
+    description: "Whether the service's own cache answered (C34).",
+    required: false,
+    schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'] },
+  },
+  Age: {
+    description: "Seconds the answer spent in the service's cache; sent on hits (C34).",
+    required: false,
+    schema: { type: 'integer', minimum: 0 },
+  },
+} as const satisfies Record<string, ResponseHeader>
+
+export type ResponseHeaderName = keyof typeof RESPONSE_HEADERS
