@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { createTestDatabase } from './support/database'
 import { testApp } from './support/app'
 import { addEntry, addImage, addLanguage, addTerm, clearContent, type TranslationFields } from './support/fixtures'
+import { random } from './support/random'
 import { CONTENT_ITEM_HOOK } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
 
@@ -33,17 +34,6 @@ interface ModelEntry {
   status: 'draft' | 'scheduled' | 'published'
   publishedAt: Date | null
   translations: Record<string, TranslationFields>
-}
-
-function random(seed: number) {
-  let state = seed
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  return { next, pick: <T>(items: T[]): T => items[Math.floor(next() * items.length)] }
 }
 
 async function generate(seed: number, count: number): Promise<ModelEntry[]> {
