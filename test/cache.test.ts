@@ -359,7 +359,7 @@ describe('C38: with filter callbacks, the chain runs on every request; only the 
       if (context.request.headers.has('x-member')) return data
       const { excerpt: _excerpt, ...rest } = data
       return rest
-    })
+    }, { schema: { remove: ['excerpt'] } })
     const hooked = await cachedTestApp(db.url, {}, filters)
     try {
       await settled(hooked)

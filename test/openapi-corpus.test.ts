@@ -140,7 +140,13 @@ describe('a corpus of generated requests, each answer validated against the serv
     expect(check('get', '/api/v1/content/{type}/{slug}', answer(200, { data: { ...item, extra: 1 } }))[0]).toContain('must NOT have additional properties')
     expect(check('get', '/api/v1/content/{type}/{slug}', answer(200, { data: { ...item, id: '1' } }))[0]).toContain('must be integer')
     expect(check('get', '/api/v1/content/{type}/{slug}', answer(400, { error: 'x' }))).toEqual(['get /api/v1/content/{type}/{slug} answered 400, which is not documented'])
-    expect(check('get', '/api/v1/content/{type}', answer(503, { error: 'Service unavailable.' }))).toEqual(['header Retry-After is required and missing'])
-    expect(check('get', '/api/v1/content/{type}', answer(404, { error: 'Content type not found.' }, {}))).toEqual(['header X-Request-Id is required and missing'])
+    expect(check('get', '/api/v1/content/{type}', answer(503, { error: 'Service unavailable.' }))).toEqual(['header Retry-After is required and missing', 'header Cache-Control is required and missing'])
+    expect(check('get', '/api/v1/content/{type}', answer(404, { error: 'Content type not found.' }, {}))).toEqual([
+      'header X-Request-Id is required and missing',
+      'header ETag is required and missing',
+      'header Cache-Control is required and missing',
+      'header Surrogate-Key is required and missing',
+      'header X-Cache is required and missing',
+    ])
   })
 })

@@ -125,7 +125,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(parameters.PerPage).toMatchObject({ name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, default: 20 } })
     expect(parameters.PerPage.description).toContain('clamped to 100')
     const refs = document.paths[LIST].get.parameters.map((parameter: any) => parameter.$ref)
-    expect(refs).toEqual(['#/components/parameters/Page', '#/components/parameters/PerPage', '#/components/parameters/Lang'])
+    expect(refs).toEqual(['#/components/parameters/Page', '#/components/parameters/PerPage', '#/components/parameters/Lang', '#/components/parameters/IfNoneMatch'])
   })
 
   test('servers is the origin of PUBLIC_URL, from the settings the app was created with', async () => {
@@ -135,8 +135,11 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
   })
 
   test('every status a route answers is documented; 405 only under the methods that get it', () => {
-    expect(Object.keys(document.paths[LIST].get.responses)).toEqual(['200', '400', '404', '500', '503'])
-    expect(Object.keys(document.paths[SHOW].get.responses)).toEqual(['200', '404', '500', '503'])
+    expect(Object.keys(document.paths[LIST].get.responses)).toEqual(['200', '304', '400', '404', '500', '503'])
+    expect(Object.keys(document.paths[SHOW].get.responses)).toEqual(['200', '304', '404', '500', '503'])
+    // C32: a 304 carries the ETag and Cache-Control it revalidated, and no body.
+    expect(document.components.responses.NotModified.content).toBeUndefined()
+    expect(Object.keys(document.components.responses.NotModified.headers)).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control'])
     for (const path of [LIST, SHOW]) {
       expect(Object.keys(document.paths[path])).toEqual(['parameters', 'get', 'post', 'put', 'patch', 'delete'])
       for (const method of ['post', 'put', 'patch', 'delete']) {

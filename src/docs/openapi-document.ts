@@ -96,9 +96,10 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           summary: 'List published entries of a content type',
           description:
             'Live entries only (published, and their publication time has come), newest first: `published_at` descending with undated entries last, then `id` descending.',
-          parameters: [ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'Lang')],
+          parameters: [ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'Lang'), ref('parameters', 'IfNoneMatch')],
           responses: {
             '200': { description: 'A page of entries; past the last page, `data` is empty.', headers: contentHeaders, ...json(ref('schemas', 'ContentList')) },
+            '304': ref('responses', 'NotModified'),
             '400': ref('responses', 'BadParameter'),
             '404': errorResponse('The content type does not exist.', ['Content type not found.'], CONTENT_ANSWER),
             '500': ref('responses', 'InternalError'),
@@ -116,9 +117,10 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           summary: 'Get one published entry by slug',
           description:
             'The live entry whose slug in the selected language matches; else one with no translation in that language whose default-language slug matches. The lowest id wins a tie.',
-          parameters: [ref('parameters', 'Lang')],
+          parameters: [ref('parameters', 'Lang'), ref('parameters', 'IfNoneMatch')],
           responses: {
             '200': { description: 'The entry; `data` is null when an extension withheld it.', headers: contentHeaders, ...json(ref('schemas', 'ContentEntry')) },
+            '304': ref('responses', 'NotModified'),
             '404': errorResponse('The content type does not exist (checked first), or no live entry of it has this slug.', ['Content type not found.', 'Not found.'], CONTENT_ANSWER),
             '500': ref('responses', 'InternalError'),
             '503': ref('responses', 'ServiceUnavailable'),
@@ -169,6 +171,12 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           description: `Entries per page, in decimal digits. A value above ${MAX_PER_PAGE} is clamped to ${MAX_PER_PAGE} (\`meta.per_page\` shows the value in effect); anything else is a 400.`,
           schema: { type: 'integer', minimum: 1, default: DEFAULT_PER_PAGE },
         },
+        IfNoneMatch: {
+          name: 'If-None-Match',
+          in: 'header',
+          description: 'ETags of answers you hold (a comma-separated list, weak ones too), or `*`: a match is a 304 without a body (C32).',
+          schema: { type: 'string', examples: ['"RBNvo1WzZ4oRRq0W9-hknpT7T8If536DEMBg9hyq_4o"'] },
+        },
         Lang: {
           name: 'lang',
           in: 'query',
@@ -177,6 +185,10 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
         },
       },
       responses: {
+        NotModified: {
+          description: 'The answer has not changed since the one whose ETag you sent: use yours (C32).',
+          headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control'),
+        },
         BadParameter: errorResponse('`page` or `per_page` is not a positive integer in decimal digits.', ['The page parameter must be a positive integer.', 'The per_page parameter must be a positive integer.'], [
           ...EVERY_ANSWER,
           'Cache-Control',

@@ -3,7 +3,7 @@ import type { Config } from '../config'
 import { ALLOWED_METHODS } from './response-headers'
 
 /** Headers a browser script may read from our responses. */
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow'
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, ETag, X-Cache, Age, Surrogate-Key'
 /** How long a browser may reuse a preflight answer. */
 const PREFLIGHT_MAX_AGE_SECONDS = '600'
 /** `Access-Control-Request-Headers` as browsers send it: header names separated by commas. */

@@ -13,8 +13,8 @@ export interface ResponseHeader {
  * The response headers of the service, each defined once from the contract.
  * The OpenAPI document lists them on the responses that carry them; code that
  * sends one takes its name from here. ETag, Cache-Control, Surrogate-Key,
- * X-Cache and Age belong to the response cache (C32–C34): they are documented
- * from the contract and stay `required: false` until the cache sends them.
+ * X-Cache and Age belong to the response cache (C32–C34); only Age is not on
+ * every answer that lists it (hits only).
  * @example response.headers.get('X-Request-Id' satisfies ResponseHeaderName)
  */
 export const RESPONSE_HEADERS = {
@@ -41,23 +41,23 @@ export const RESPONSE_HEADERS = {
   },
   ETag: {
     description: 'A strong entity tag of the exact body bytes, the same on every instance; send it back in `If-None-Match` to get a 304 (C32).',
-    required: false,
+    required: true,
     schema: { type: 'string', examples: ['"5d41402abc4b2a76"'] },
   },
   'Cache-Control': {
     description:
       '200 and 404: `public, no-cache`, or `public, max-age=N` when `CACHE_MAX_AGE` is set, capped at the next go-live of the type. 400 and 405: `public, max-age=N`. 5xx: `no-store` (C33).',
-    required: false,
+    required: true,
     schema: { type: 'string', examples: ['public, no-cache'] },
   },
   'Surrogate-Key': {
     description: 'Space-separated tags for purging a CDN: `type-{slug}`, and `entry-{id}` for each item (C34).',
-    required: false,
+    required: true,
     schema: { type: 'string', examples: ['type-post entry-42 entry-41'] },
   },
   'X-Cache': {
     description: "Whether the service's own cache answered (C34).",
-    required: false,
+    required: true,
     schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'] },
   },
   Age: {
