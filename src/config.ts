@@ -38,6 +38,8 @@ export interface Config {
   databaseListenUrl: string | undefined
   /** WORKERS: processes serving the port together. */
   workers: number
+  /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
+  isWorker: boolean
 }
 
 /** A setting with a bad value; its message names the variable. */
@@ -76,6 +78,7 @@ export function loadConfig(env: Env): Config {
     cacheMaxAge: readInteger(env, 'CACHE_MAX_AGE', 0, 0, 31_536_000),
     databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
+    isWorker: env.VITRINE_WORKER === '1',
   }
 }
 

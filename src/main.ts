@@ -11,6 +11,7 @@ import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
 import { serveApp } from './http/serve'
 import { createLogger } from './log'
+import { superviseWorkers } from './workers'
 
 runCommand(async () => {
   const config = loadConfig(process.env)
@@ -43,11 +44,17 @@ runCommand(async () => {
     if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
   }
 
+  if (config.workers > 1 && !config.isWorker) {
+    await sql.end()
+    return superviseWorkers(config, log, target)
+  }
+
   // C35/C36: answers from memory while the database's change notifications are heard.
   const cache = config.cache ? new ContentCache<ContentAnswer>(config.cacheMaxBytes) : undefined
   const listener = cache && listenForChanges(config.databaseListenUrl ?? target.url, cache, { timeoutMs: config.databaseTimeoutMs, log })
 
-  const server = serveApp(createApp({ sql, config, log, filters, cache }), { port: config.port, hostname: config.host, log })
+  // Only the workers of WORKERS=n share the port; otherwise a port in use fails the start.
+  const server = serveApp(createApp({ sql, config, log, filters, cache }), { port: config.port, hostname: config.host, reusePort: config.isWorker, log })
   const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}`
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
 

@@ -2,9 +2,10 @@ import { ConfigError } from '../config'
 import { EmbeddedDatabaseError } from '../db/embedded'
 import { NotEmptyError } from '../demo/seed-demo'
 import { ExtensionLoadError } from '../hooks/loader'
+import { PortInUseError } from '../http/serve'
 
 /** Expected failures a person can act on: one line, no stack trace. */
-const EXPECTED = [ConfigError, EmbeddedDatabaseError, NotEmptyError, ExtensionLoadError]
+const EXPECTED = [ConfigError, EmbeddedDatabaseError, NotEmptyError, ExtensionLoadError, PortInUseError]
 
 /**
  * Runs a command-line entry point: an expected failure prints its one-line

@@ -26,6 +26,22 @@ export interface ServeOptions {
  * @example const server = serveApp(createApp(deps), { port: 3000, hostname: '0.0.0.0', log })
  */
 export function serveApp(app: Fetchable, options: ServeOptions): Server<undefined> {
+  try {
+    return listen(app, options)
+  } catch (error) {
+    throw (error as { code?: string }).code === 'EADDRINUSE' ? portInUse(options.port, options.hostname, error) : error
+  }
+}
+
+/** The port is in use by another process; the start stops with one line naming it. */
+export class PortInUseError extends Error {}
+
+/** @example throw portInUse(3000, '0.0.0.0', error) */
+export function portInUse(port: number, hostname: string, cause: unknown): PortInUseError {
+  return new PortInUseError(`PORT ${port} on HOST ${hostname} is in use by another process (${(cause as { code?: string }).code ?? String(cause)}).`)
+}
+
+function listen(app: Fetchable, options: ServeOptions): Server<undefined> {
   return Bun.serve({
     port: options.port,
     hostname: options.hostname,

@@ -1,0 +1,64 @@
+import type { Subprocess } from 'bun'
+import type { Config } from './config'
+import type { DatabaseTarget } from './db/open'
+import { portInUse } from './http/serve'
+import type { Logger } from './log'
+
+/** Set in the environment of the processes `superviseWorkers` starts; read by config.ts. */
+export const WORKER_VARIABLE = 'VITRINE_WORKER'
+
+/**
+ * WORKERS=n (n > 1): this process prepares the database once (the embedded
+ * one started and migrated here), makes sure the port is free, then runs n
+ * copies of the service on that port with `reusePort`, each with its own pool,
+ * cache and change listener. It forwards SIGTERM and SIGINT, waits for them,
+ * restarts one that dies, and stops the embedded database last.
+ * @example await superviseWorkers(config, log, target)
+ */
+export async function superviseWorkers(config: Config, log: Logger, target: DatabaseTarget): Promise<void> {
+  const port = claimPort(config.host, config.port)
+  const env = { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url }
+  const workers = new Set<Subprocess>()
+  let stopping = false
+  const start = (index: number) => {
+    const worker = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit' })
+    workers.add(worker)
+    void worker.exited.then((code) => {
+      workers.delete(worker)
+      if (stopping) return
+      log.error('a worker exited: starting another', { worker: index, code })
+      setTimeout(() => start(index), 1000)
+    })
+  }
+  for (let index = 1; index <= config.workers; index++) start(index)
+  log.info('supervising workers', { workers: config.workers, port })
+
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return
+    stopping = true
+    for (const worker of workers) worker.kill(signal)
+    await Promise.all([...workers].map((worker) => worker.exited))
+    await target.embedded?.stop()
+    log.info('stopped', { workers: config.workers })
+    process.exit(0)
+  }
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+}
+
+/**
+ * Binds the port once without `reusePort`, so that a port another program
+ * holds fails the start instead of being shared; returns the port (the one
+ * picked when PORT is 0).
+ */
+function claimPort(hostname: string, port: number): number {
+  let probe: ReturnType<typeof Bun.serve>
+  try {
+    probe = Bun.serve({ hostname, port, reusePort: false, fetch: () => new Response(null, { status: 503 }) })
+  } catch (error) {
+    throw portInUse(port, hostname, error)
+  }
+  const claimed = probe.port!
+  probe.stop(true)
+  return claimed
+}
