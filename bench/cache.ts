@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { writeFile, appendFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
@@ -136,7 +137,10 @@ async function startService(env: Record<string, string>): Promise<Started> {
 }
 
 async function fixedBodyServer(body: Uint8Array): Promise<{ url: string; stop(): void }> {
-  const child = Bun.spawn(['bun', '-e', `const body = new Uint8Array(${JSON.stringify([...body])}); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8' } }) }); console.log(server.port)`], { stdout: 'pipe' })
+  const file = join(tmpdir(), `vitrine-ceiling-${process.pid}-${body.byteLength}.json`)
+  await writeFile(file, body)
+  const script = `const body = new Uint8Array(await Bun.file(${JSON.stringify(file)}).arrayBuffer()); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8' } }) }); console.log(server.port)`
+  const child = Bun.spawn(['bun', '-e', script], { stdout: 'pipe' })
   children.push(child)
   const reader = child.stdout.getReader()
   const port = Number(new TextDecoder().decode((await reader.read()).value).trim())

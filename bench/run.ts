@@ -132,7 +132,8 @@ async function startServer(extensionsDir: string): Promise<Server> {
   const port = 30_000 + Math.floor(Math.random() * 20_000)
   const server = Bun.spawn(['bun', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', EXTENSIONS_DIR: extensionsDir },
+    // CACHE=off: this half measures each request's statement; bench/cache.ts measures the cache.
+    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', EXTENSIONS_DIR: extensionsDir, CACHE: 'off' },
     stdout: 'inherit',
     stderr: 'inherit',
   })
