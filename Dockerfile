@@ -2,6 +2,8 @@
 FROM oven/bun:1 AS dependencies
 WORKDIR /app
 COPY package.json bun.lock ./
+# The postgres.js patch (patchedDependencies) is applied by the install.
+COPY patches ./patches
 RUN bun install --frozen-lockfile --production
 
 FROM oven/bun:1-slim

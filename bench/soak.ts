@@ -40,7 +40,8 @@ await migrate(content)
 const expected = await seedCorrelationSite(content, 200)
 await content.end()
 const proxy = await startFaultProxy('127.0.0.1', Number(new URL(cluster.url).port))
-const service = await startService({ DATABASE_URL: proxy.url(contentUrl.toString()), PORT: '0', LOG_LEVEL: 'info', DATABASE_TIMEOUT_MS: '1000' }, { keepOutput: false })
+// CACHE=off: the soak is about the database path; answers from memory would hide the faults.
+const service = await startService({ DATABASE_URL: proxy.url(contentUrl.toString()), PORT: '0', LOG_LEVEL: 'info', DATABASE_TIMEOUT_MS: '1000', CACHE: 'off' }, { keepOutput: false })
 const servicePid = service.process.pid
 
 const terminateBackends = () => admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'vitrine'`

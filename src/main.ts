@@ -54,21 +54,29 @@ runCommand(async () => {
   const listener = cache && listenForChanges(config.databaseListenUrl ?? target.url, cache, { timeoutMs: config.databaseTimeoutMs, log })
 
   // Only the workers of WORKERS=n share the port; otherwise a port in use fails the start.
-  const server = serveApp(createApp({ sql, config, log, filters, cache }), { port: config.port, hostname: config.host, reusePort: config.isWorker, log })
+  const server = serveApp(createApp({ sql, config, log, filters, cache }), {
+    port: config.port,
+    hostname: config.host,
+    reusePort: config.isWorker,
+    requestBudgetMs: config.databaseTimeoutMs + config.hookTimeoutMs,
+    log,
+  })
   const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}`
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
 
   // Graceful stop: refuse new connections, let requests in flight finish (up to
   // SHUTDOWN_GRACE_MS), then close the pool and the embedded database. A second
   // signal closes the remaining connections at once.
-  let stopping = false
+  let stopping: string | undefined
   const shutdown = async (signal: string) => {
     if (stopping) {
+      // A worker gets Ctrl-C's SIGINT and its supervisor's SIGTERM: only the same signal twice means "now".
+      if (signal !== stopping) return
       log.warn('second signal: closing the remaining connections', { signal })
       void server.stop(true)
       return
     }
-    stopping = true
+    stopping = signal
     const started = performance.now()
     log.info('shutting down: finishing requests in flight', { signal, graceMs: config.shutdownGraceMs })
     const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(config.shutdownGraceMs).then(() => false)])

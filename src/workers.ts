@@ -27,23 +27,25 @@ export async function superviseWorkers(config: Config, log: Logger, target: Data
       workers.delete(worker)
       if (stopping) return
       log.error('a worker exited: starting another', { worker: index, code })
-      setTimeout(() => start(index), 1000)
+      setTimeout(() => stopping || start(index), 1000)
     })
   }
   for (let index = 1; index <= config.workers; index++) start(index)
   log.info('supervising workers', { workers: config.workers, port })
 
-  const shutdown = async (signal: NodeJS.Signals) => {
+  const shutdown = async () => {
     if (stopping) return
     stopping = true
-    for (const worker of workers) worker.kill(signal)
+    // SIGTERM whatever came: Ctrl-C has already sent SIGINT to every worker (one process
+    // group), and a worker takes only a second signal of the same kind as "close now".
+    for (const worker of workers) worker.kill('SIGTERM')
     await Promise.all([...workers].map((worker) => worker.exited))
     await target.embedded?.stop()
     log.info('stopped', { workers: config.workers })
     process.exit(0)
   }
-  process.on('SIGINT', () => void shutdown('SIGINT'))
-  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown())
+  process.on('SIGTERM', () => void shutdown())
 }
 
 /**

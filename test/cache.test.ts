@@ -324,6 +324,10 @@ describe('C32: ETag and If-None-Match', () => {
     expect(list.headers.get('surrogate-key')).toBe(`type-post entry-${b} entry-${a}`)
     expect((await api.get(`${LIST}/a`)).headers.get('surrogate-key')).toBe(`type-post entry-${a}`)
     expect((await api.get(`${LIST}/secret`)).headers.get('surrogate-key')).toBe('type-post')
+    // A header holds Latin-1: a type named in another script is percent-encoded in its tag, never a 500.
+    const japanese = await api.get('/api/v1/content/%E6%97%A5%E6%9C%AC')
+    expect([japanese.status, japanese.body, japanese.headers.get('surrogate-key')]).toEqual([404, { error: 'Content type not found.' }, 'type-%E6%97%A5%E6%9C%AC'])
+    expect((await api.get('/api/v1/content/a%20b')).headers.get('surrogate-key')).toBe('type-a%20b')
   })
 
   test('C33: 400 and 405 answers may be kept CACHE_MAX_AGE; 5xx never, and the service does not keep them', async () => {

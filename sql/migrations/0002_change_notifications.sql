@@ -13,15 +13,22 @@
 -- The triggers are per statement, not per row: one notification per statement whatever the
 -- number of rows, and PostgreSQL folds identical notifications of one transaction into one.
 
+-- The functions run with their owner's rights and search_path (security definer): a writer
+-- whose own search_path or grants differ still writes, and still notifies. A list of types
+-- too long for a notification (8000 bytes) becomes `*`.
 create function vitrine_notify_change(changed_table text, type_ids text) returns void
 language sql
+security definer
+set search_path from current
 as $$
-  select pg_notify('vitrine_changes', changed_table || ':' || coalesce(type_ids, '*'))
+  select pg_notify('vitrine_changes', changed_table || ':' || case when type_ids is null or length(type_ids) > 7000 then '*' else type_ids end)
 $$;
 
 -- A table whose rows do not say which content types they touch: everything may have changed.
 create function vitrine_table_changed() returns trigger
 language plpgsql
+security definer
+set search_path from current
 as $$
 begin
   perform vitrine_notify_change(tg_table_name, null);
@@ -32,6 +39,8 @@ $$;
 -- entries: the content types of the rows written, before and after.
 create function vitrine_entries_changed() returns trigger
 language plpgsql
+security definer
+set search_path from current
 as $$
 declare
   type_ids text;
@@ -57,6 +66,8 @@ $$;
 -- notification; when no entry is left to ask, everything is dropped to be safe.
 create function vitrine_entry_rows_changed() returns trigger
 language plpgsql
+security definer
+set search_path from current
 as $$
 declare
   entry_ids bigint[];

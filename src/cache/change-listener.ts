@@ -5,6 +5,9 @@ import type { Logger } from '../log'
 /** The channel the triggers of sql/migrations/0002_change_notifications.sql notify. */
 export const CHANGES_CHANNEL = 'vitrine_changes'
 
+/** Payloads of the listeners' own heartbeats, never changes. */
+const HEARTBEAT_PREFIX = 'vitrine_heartbeat:'
+
 /** What a committed write can have changed: the answers of some content types, or of all. */
 export interface Change {
   table: string
@@ -66,9 +69,26 @@ export function listenForChanges(url: string, handlers: ChangeHandlers, options:
     if (!stopped) setTimeout(establish, 100)
   }
 
-  const readLanguages = async (connection: postgres.Sql): Promise<LanguageSet> => {
+  // Language reads may overtake each other: only the latest read of the current connection counts.
+  let languageReads = 0
+  const readLanguages = async (connection: postgres.Sql): Promise<LanguageSet | null> => {
+    const read = ++languageReads
     const rows = await withDeadline(connection<{ code: string; is_default: boolean }[]>`select code, is_default from languages`, options.timeoutMs)
+    if (read !== languageReads || sql !== connection) return null
     return { codes: new Set(rows.map((row) => row.code)), defaultCode: rows.find((row) => row.is_default)?.code ?? null }
+  }
+
+  // The heartbeat goes through the notifications themselves: a connection that answers
+  // queries but hears nothing (a transaction pooler in between) is not listening.
+  let heartbeatToken = ''
+  let heartbeatHeard: (() => void) | undefined
+  const beat = async (connection: postgres.Sql) => {
+    const token = `${HEARTBEAT_PREFIX}${crypto.randomUUID()}`
+    const heard = new Promise<void>((resolve) => {
+      heartbeatToken = token
+      heartbeatHeard = resolve
+    })
+    await withDeadline(Promise.all([connection`select pg_notify(${CHANGES_CHANNEL}, ${token})`, heard]), options.timeoutMs)
   }
 
   const establish = async () => {
@@ -84,10 +104,18 @@ export function listenForChanges(url: string, handlers: ChangeHandlers, options:
       connection: { application_name: 'vitrine-listener', default_transaction_read_only: true },
       onnotify: (channel: string, payload: string) => {
         if (channel !== CHANGES_CHANNEL || sql !== connection) return
+        // Every process's heartbeats come by; only ours is awaited, none is a change.
+        if (payload.startsWith(HEARTBEAT_PREFIX)) {
+          if (payload === heartbeatToken) heartbeatHeard?.()
+          return
+        }
         const change = parseChange(payload)
         handlers.onChange(change)
         if (change.table === 'languages') {
-          readLanguages(connection).then(handlers.onLanguages, (error) => lose(error))
+          readLanguages(connection).then(
+            (languages) => languages && handlers.onLanguages(languages),
+            (error) => sql === connection && lose(error),
+          )
         }
       },
       onclose: () => {
@@ -98,15 +126,22 @@ export function listenForChanges(url: string, handlers: ChangeHandlers, options:
     sql = connection
     try {
       await withDeadline(connection.unsafe(`listen ${CHANGES_CHANNEL}`), options.timeoutMs)
-      const languages = await readLanguages(connection)
-      if (sql !== connection) return
+      await beat(connection)
+      let languages: LanguageSet | null = null
+      while (languages === null && sql === connection) languages = await readLanguages(connection)
+      if (sql !== connection || languages === null) return
       listening = true
       handlers.onListening(languages)
       options.log.info('listening for change notifications', { channel: CHANGES_CHANNEL })
+      let beating = false
       heartbeat = setInterval(() => {
-        withDeadline(connection`select 1`, options.timeoutMs).catch((error) => {
-          if (sql === connection) lose(error)
-        })
+        if (beating) return
+        beating = true
+        beat(connection)
+          .catch((error) => {
+            if (sql === connection) lose(error)
+          })
+          .finally(() => (beating = false))
       }, heartbeatMs)
     } catch (error) {
       if (sql === connection) lose(error)

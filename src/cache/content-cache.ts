@@ -66,8 +66,9 @@ export class ContentCache<Value> implements ChangeHandlers {
    */
   async read(key: string, language: string | null, load: () => Promise<Loaded<Value>>): Promise<CachedRead<Value>> {
     if (language === null || !this.#listening) {
+      const startedAt = performance.now()
       const loaded = await load()
-      return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: performance.now() + loaded.expiresInMs }
+      return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs }
     }
     const now = performance.now()
     const stored = this.#store.get(key, now)

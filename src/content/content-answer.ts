@@ -111,7 +111,7 @@ async function entriesAnswer(
   languages: Languages,
   meta: ListMeta | null,
 ): Promise<{ value: ContentAnswer; bytes: number }> {
-  const surrogateKeys = [`type-${options.type}`, ...rows.map((row) => `entry-${row.id}`)].join(' ')
+  const surrogateKeys = [typeTag(options.type), ...rows.map((row) => `entry-${row.id}`)].join(' ')
   if (options.withModel) {
     // The rows stay for the chain; their size is what the cache holds.
     return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta }, bytes: JSON.stringify(rows).length * 2 }
@@ -123,7 +123,17 @@ async function entriesAnswer(
 async function errorAnswer(message: string, type: string): Promise<{ value: ContentAnswer; bytes: number }> {
   const rendered = await render({ error: message })
   const languages = { selected: null, default: null }
-  return { value: { status: 404, surrogateKeys: `type-${type}`, rendered, rows: [], languages, meta: null }, bytes: rendered.body.byteLength + 256 }
+  return { value: { status: 404, surrogateKeys: typeTag(type), rendered, rows: [], languages, meta: null }, bytes: rendered.body.byteLength + 256 }
+}
+
+/**
+ * C34: the type's tag. A header holds Latin-1 and a space separates tags: any
+ * other character of a type's slug is percent-encoded (an unknown type named
+ * in Japanese was a 500).
+ * @example typeTag('日本') // 'type-%E6%97%A5%E6%9C%AC'
+ */
+function typeTag(type: string): string {
+  return `type-${encodeURIComponent(type)}`
 }
 
 /** C36: an answer is true until its type's next go-live. */

@@ -45,8 +45,9 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
       const language = cache.resolveLanguage(lang)
       return cache.read(JSON.stringify([route, type, language, ...rest]), language, load)
     }
+    const startedAt = performance.now()
     const loaded = await load()
-    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: performance.now() + loaded.expiresInMs }
+    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs }
   }
 
   /** The hook's place: after mapping, before the response (C24–C31). With no callback it costs nothing (C28). */

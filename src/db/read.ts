@@ -8,7 +8,8 @@ import { withDeadline } from './connect'
  *   such as 55000 "not accepting connections", 3D000, 28P01), whatever its code;
  * - `lost`: the connection broke while the statement was on it;
  * - `timeout`: no answer within DATABASE_TIMEOUT_MS, or statement_timeout (57014);
- * - `overloaded`: the server is out of a resource (SQLSTATE class 53).
+ * - `overloaded`: the server cannot run it now (SQLSTATE classes 53, 57, 58; 40001 and
+ *   40P01, which a replica's recovery conflicts raise).
  */
 export type UnavailableReason = 'connect' | 'lost' | 'timeout' | 'overloaded'
 
@@ -106,7 +107,9 @@ export function toDatabaseFailure(error: unknown, sent: boolean): DatabaseUnavai
   if (code === 'DATABASE_TIMEOUT' || code === '57014') return new DatabaseUnavailableError('timeout', error)
   if (!sent) return new DatabaseUnavailableError('connect', error)
   if (code !== undefined && (CONNECTION_LOST.has(code) || code.startsWith('08'))) return new DatabaseUnavailableError('lost', error)
-  if (code?.startsWith('53')) return new DatabaseUnavailableError('overloaded', error)
+  // Out of resources (53), operator intervention (57), a system error (58), or a read
+  // cancelled by a conflict with recovery on a replica (40001, 40P01): the server's state, not the request.
+  if (code !== undefined && /^(53|57|58|40001|40P01)/.test(code)) return new DatabaseUnavailableError('overloaded', error)
   return null
 }
 

@@ -12,6 +12,8 @@ export interface ServeOptions {
   hostname: string
   /** Let several processes share the port (WORKERS); off, a port in use fails the start. */
   reusePort?: boolean
+  /** The longest a request may take (database deadline plus filter callbacks): a connection is not cut before it. */
+  requestBudgetMs?: number
   log: Logger
 }
 
@@ -47,8 +49,9 @@ function listen(app: Fetchable, options: ServeOptions): Server<undefined> {
     hostname: options.hostname,
     reusePort: options.reusePort ?? false,
     development: false,
-    // Elysia's default: a connection idle this long (seconds) is closed.
-    idleTimeout: 30,
+    // Seconds a connection may be silent, a request in progress included: never less than a
+    // request's own budget, so that a slow answer ends in its 503, not a reset (Bun's limit: 255).
+    idleTimeout: Math.min(255, Math.max(30, Math.ceil((options.requestBudgetMs ?? 0) / 1000) + 5)),
     fetch(request) {
       const routable = withAbsoluteUrl(request)
       if (routable) return app.fetch(routable)

@@ -41,8 +41,11 @@ afterAll(async () => {
   await db.sql.end()
 })
 
+// CACHE=off: these faults are about the database path; with the cache on, answers from memory would hide them.
+const SERVICE_ENV = { PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: String(POOL), DATABASE_TIMEOUT_MS: '1000', CACHE: 'off' }
+
 async function serviceVia(url: string, env: Record<string, string> = {}): Promise<RunningService> {
-  return startService({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: String(POOL), DATABASE_TIMEOUT_MS: '1000', ...env })
+  return startService({ DATABASE_URL: url, ...SERVICE_ENV, ...env })
 }
 
 interface FaultRun {
@@ -239,7 +242,7 @@ describe('the fault suite: the real service behind a TCP fault proxy, under corr
     await migrate(setup)
     const own = await seedCorrelationSite(setup, 40)
     await setup.end()
-    const service = await startService({ DATABASE_URL: cluster.url, PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: String(POOL), DATABASE_TIMEOUT_MS: '1000' })
+    const service = await startService({ DATABASE_URL: cluster.url, ...SERVICE_ENV })
     try {
       const origin = performance.now()
       let stopLoad!: () => void
