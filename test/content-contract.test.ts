@@ -44,16 +44,22 @@ describe('visibility', () => {
     await addEntry(db.sql, { status: 'draft', translations: { en: { slug: 'secret-draft', title: 'Secret' } } })
     await addEntry(db.sql, { status: 'scheduled', translations: { en: { slug: 'secret-scheduled' } } })
     await addEntry(db.sql, { publishedAt: new Date(Date.now() + HOUR), translations: { en: { slug: 'secret-embargo' } } })
-    const missing = await api.get('/api/v1/content/post/no-such-entry')
-    for (const slug of ['secret-draft', 'secret-scheduled', 'secret-embargo']) {
-      const hidden = await api.get(`/api/v1/content/post/${slug}`)
-      expect(hidden.status).toBe(404)
-      expect(hidden.text).toBe(missing.text)
-      expect([...hidden.headers.keys()]).toEqual([...missing.headers.keys()])
+    // In French, these English-only entries can be reached only through C19's fallback to the default-language slug.
+    for (const query of ['', '?lang=fr']) {
+      const missing = await api.get(`/api/v1/content/post/no-such-entry${query}`)
+      for (const slug of ['secret-draft', 'secret-scheduled', 'secret-embargo']) {
+        const hidden = await api.get(`/api/v1/content/post/${slug}${query}`)
+        expect([slug, query, hidden.status]).toEqual([slug, query, 404])
+        expect(hidden.text).toBe(missing.text)
+        expect([...hidden.headers.keys()]).toEqual([...missing.headers.keys()])
+      }
     }
     const list = await api.get('/api/v1/content/post')
     expect(list.body).toEqual({ data: [], meta: { current_page: 1, last_page: 1, per_page: 20, total: 0 } })
     expect(list.text).not.toContain('Secret')
+    // The same lookup does find a live entry through the fallback: the 404s above are not for another reason.
+    const live = await addEntry(db.sql, { translations: { en: { slug: 'public-english' } } })
+    expect((await api.get('/api/v1/content/post/public-english?lang=fr')).body.data.id).toBe(live)
   })
 })
 
@@ -319,6 +325,18 @@ describe('single entry', () => {
     // The same slug in another type is another entry.
     const page = await addEntry(db.sql, { type: 'page', translations: { en: { slug: 'twin' } } })
     expect((await api.get('/api/v1/content/page/twin')).body.data.id).toBe(page)
+  })
+
+  test('C19: among entries found through their default-language slug, the lowest id wins', async () => {
+    // Inserted out of order, so that neither insertion order nor the highest id picks the right one.
+    await addEntry(db.sql, { id: 9102, translations: { en: { slug: 'twin' } } })
+    const lowest = await addEntry(db.sql, { id: 9101, translations: { en: { slug: 'twin' } } })
+    await addEntry(db.sql, { id: 9103, translations: { en: { slug: 'twin' } } })
+    await addEntry(db.sql, { id: 9100, status: 'draft', translations: { en: { slug: 'twin' } } })
+    // Written in French: never a fallback candidate for a French request, whatever its id.
+    await addEntry(db.sql, { id: 9000, translations: { en: { slug: 'twin' }, fr: { slug: 'jumeau' } } })
+    expect((await api.get('/api/v1/content/post/twin?lang=fr')).body.data.id).toBe(lowest)
+    expect((await api.get('/api/v1/content/post/twin?lang=pt-BR')).body.data.id).toBe(9000)
   })
 
   test('C20: the slug is matched exactly after one URL-decoding; a slash or bad encoding is a 404, never a 500', async () => {
