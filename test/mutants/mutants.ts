@@ -1,0 +1,265 @@
+/**
+ * Regressions that must never ship unnoticed, each written as one text edit
+ * to src/ and the test files that must catch it. `bun run test:mutants`
+ * applies each to a copy of the repository and runs those files.
+ *
+ * Each edit's `find` must occur exactly once in its `file`. When the code moves, the runner
+ * says which edit no longer applies: update `find` to the new text (keeping
+ * the regression it stands for), never drop the entry to make it pass.
+ */
+export interface Mutant {
+  /** Short and stable: `bun run test:mutants C19` runs the mutants whose id or regression mentions C19. */
+  id: string
+  /** The behaviour that would ship, naming the contract rule it breaks. */
+  regression: string
+  /** Usually one; several when the regression takes several places. */
+  edits: Edit[]
+  /** The test files that must fail with these edits. */
+  tests: string[]
+}
+
+export interface Edit {
+  file: string
+  find: string
+  replace: string
+}
+
+const CONTENT = ['test/content-contract.test.ts', 'test/content-properties.test.ts']
+const HOOKS = ['test/hooks.test.ts']
+const FAULTS = ['test/database-faults.test.ts']
+
+export const MUTANTS: Mutant[] = [
+  // C1, C2: the live condition, in each statement and each branch.
+  {
+    id: 'live-list-page',
+    regression: 'C1/C2: the list page shows drafts, scheduled and embargoed entries',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '        and ${isLive(sql)}\n      order by ${listOrder(sql)}',
+        replace: '      order by ${listOrder(sql)}',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'live-list-total',
+    regression: 'C1/C18: meta.total counts hidden entries',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '          and ${isLive(sql)}\n      ) as total,',
+        replace: '      ) as total,',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'live-slug-selected',
+    regression: 'C1/C2: a hidden entry is found by its slug in the selected language',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '            and ${isLive(sql)}\n          order by e.id\n          limit 1\n        )\n        union all',
+        replace: '          order by e.id\n          limit 1\n        )\n        union all',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'live-slug-fallback',
+    regression: 'C1/C2: a hidden entry is found through its default-language slug (C19 fallback)',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '            and ${isLive(sql)}\n            and not exists (',
+        replace: '            and not exists (',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'live-embargo',
+    regression: 'C1: an entry published with a future date is live at once (embargo ignored)',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: "e.status = 'published' and (e.published_at is null or e.published_at <= now())",
+        replace: "e.status = 'published'",
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'live-status',
+    regression: 'C1: drafts and scheduled entries with a past date are live',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: "e.status = 'published' and (e.published_at is null or e.published_at <= now())",
+        replace: '(e.published_at is null or e.published_at <= now())',
+      },
+    ],
+    tests: CONTENT,
+  },
+
+  // C14, C19: the language fallback and the slug lookup's rules.
+  {
+    id: 'fallback-tie-break',
+    regression: 'C19: among fallback matches the highest id wins',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '            )\n          order by e.id\n          limit 1\n        )\n      ) candidates',
+        replace: '            )\n          order by e.id desc\n          limit 1\n        )\n      ) candidates',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'selected-tie-break',
+    regression: 'C19: among matches in the selected language the highest id wins',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '          order by e.id\n          limit 1\n        )\n        union all',
+        replace: '          order by e.id desc\n          limit 1\n        )\n        union all',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'fallback-with-own-row',
+    regression: 'C19: an entry written in the selected language is also found by its default-language slug',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: '\n            and not exists (\n              select 1\n              from entry_translations selected_translation\n              where selected_translation.entry_id = e.id\n                and selected_translation.language_code = (select selected from language)\n            )',
+        replace: '',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'fallback-preferred',
+    regression: 'C19: a default-language fallback beats a match in the selected language',
+    edits: [{ file: 'src/content/queries.ts', find: '      order by preference\n', replace: '      order by preference desc\n' }],
+    tests: CONTENT,
+  },
+  {
+    id: 'translation-fallback-lean',
+    regression: 'C14: items show the default-language translation although one in the selected language exists',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: 'order by t.language_code = (select selected from language) desc',
+        replace: 'order by t.language_code = (select selected from language) asc',
+      },
+    ],
+    tests: CONTENT,
+  },
+  {
+    id: 'translation-fallback-model',
+    regression: 'C14: with a callback registered, items show the default-language translation',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: 'model.translations.find((t) => t.language_code === languages.selected) ??\n    ',
+        replace: '',
+      },
+    ],
+    tests: CONTENT,
+  },
+
+  // C23, C26, C31: a failing callback fails the request closed.
+  {
+    id: 'callback-throws',
+    regression: 'C23: a callback that throws is skipped and the unfiltered item is sent',
+    edits: [
+      {
+        file: 'src/hooks/apply-item-filters.ts',
+        find: '      throw error instanceof FilterError ? error : new FilterError(filter, `threw: ${describe(error)}`, { cause: error })',
+        replace: '      continue',
+      },
+    ],
+    tests: HOOKS,
+  },
+  {
+    id: 'callback-undefined',
+    regression: 'C26: a callback that returns undefined is skipped',
+    edits: [
+      {
+        file: 'src/hooks/apply-item-filters.ts',
+        find: "if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')",
+        replace: 'if (result === undefined) continue',
+      },
+    ],
+    tests: HOOKS,
+  },
+  {
+    id: 'callback-timeout',
+    regression: 'C31: a callback that never settles holds the request forever',
+    edits: [
+      {
+        file: 'src/hooks/apply-item-filters.ts',
+        find: 'result = await settleWithin(Promise.resolve(result), timeoutMs, filter)',
+        replace: 'result = await result',
+      },
+    ],
+    tests: HOOKS,
+  },
+
+  // C22: database faults are a bounded 503, and abandoned work stops.
+  {
+    id: 'statement-timeout-503',
+    regression: 'C22: a statement cancelled by statement_timeout (57014) answers 500',
+    // 57014 is a timeout, and its class (57) is also "the server cannot run it now": both rules go.
+    edits: [
+      {
+        file: 'src/db/read.ts',
+        find: "if (code === 'DATABASE_TIMEOUT' || code === '57014') return",
+        replace: "if (code === 'DATABASE_TIMEOUT') return",
+      },
+      { file: 'src/db/read.ts', find: '/^(53|57|58|40001|40P01)/', replace: '/^(53|58|40001|40P01)/' },
+    ],
+    tests: FAULTS,
+  },
+  {
+    id: 'admin-termination-503',
+    regression: 'C22: a backend ended by the administrator (57P01) answers 500',
+    // A statement whose backend is ended gets 57P01 from the server, or ECONNRESET when the server
+    // closed with input unread (the kernel's reset then comes first): every form it takes goes,
+    // and the class 57 rule that would still call 57P01 a 503.
+    edits: [
+      { file: 'src/db/read.ts', find: "'57P01', '57P02', '57P03',", replace: "'57P02', '57P03'," },
+      { file: 'src/db/read.ts', find: "'ECONNRESET', ", replace: '' },
+      { file: 'src/db/read.ts', find: "'CONNECTION_CLOSED', ", replace: '' },
+      { file: 'src/db/read.ts', find: '/^(53|57|58|40001|40P01)/', replace: '/^(53|58|40001|40P01)/' },
+    ],
+    tests: FAULTS,
+  },
+  {
+    id: 'deadline-cancel',
+    regression: 'C22: a statement given up at the deadline is not cancelled and keeps its connection',
+    edits: [{ file: 'src/db/connect.ts', find: '.then(cancel)', replace: '.then(() => undefined)' }],
+    tests: FAULTS,
+  },
+  {
+    id: 'deadline',
+    regression: 'C22: a request waits for the database as long as it takes',
+    edits: [
+      {
+        file: 'src/db/read.ts',
+        find: 'const rows = await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())',
+        replace: 'const rows = await statement',
+      },
+    ],
+    tests: FAULTS,
+  },
+  {
+    id: 'pool-statement-timeout',
+    regression: 'C22: the service pool has no server-side statement_timeout',
+    edits: [{ file: 'src/db/connect.ts', find: '    statementTimeoutMs: config.databaseTimeoutMs,\n', replace: '' }],
+    tests: FAULTS,
+  },
+]
