@@ -145,11 +145,21 @@ describe('migrations', () => {
     expect(types.map((row) => row.slug)).toEqual(['page', 'post'])
     const languages = await db.sql`select code, is_default from languages`
     expect([...languages]).toEqual([{ code: 'en', is_default: true }])
-    await expect(db.sql`insert into languages (code, name, is_default) values ('fr', 'Français', true)`).rejects.toThrow()
+    // A second default language breaks the unique index languages_one_default.
+    await expect(db.sql`insert into languages (code, name, is_default) values ('fr', 'Français', true)`).rejects.toMatchObject({
+      code: '23505',
+      constraint_name: 'languages_one_default',
+    })
   })
 
   test('status accepts only draft, scheduled and published', async () => {
-    await expect(db.sql`insert into entries (content_type_id, status) select id, 'archived' from content_types where slug = 'post'`).rejects.toThrow()
+    await expect(db.sql`insert into entries (content_type_id, status) select id, 'archived' from content_types where slug = 'post'`).rejects.toMatchObject({
+      code: '23514',
+      constraint_name: 'entries_status_check',
+    })
+    for (const status of ['draft', 'scheduled', 'published']) {
+      await db.sql`insert into entries (content_type_id, status) select id, ${status} from content_types where slug = 'post'`
+    }
   })
 
   test('migrate a second time applies nothing and changes nothing', async () => {
