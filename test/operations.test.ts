@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +9,7 @@ import { createTestDatabase } from './support/database'
 import { testApp, type TestApp } from './support/app'
 import { addEntry } from './support/fixtures'
 import { startService } from './support/service'
+import { waitFor } from './support/wait'
 
 const db = await createTestDatabase()
 await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Hello' } } })
@@ -22,11 +23,48 @@ afterAll(async () => {
   for (const api of opened) await api.close()
   await db.sql.end()
 })
+/**
+ * What a test started outside the app (a cluster, a frozen process): undone after
+ * each test, also when it fails or times out, when its own `finally` never runs.
+ */
+const cleanups: (() => Promise<unknown>)[] = []
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!()
+}, { timeout: 60_000 })
 
-/** The request log line is written after the response is handed over: let that happen first. */
-async function logLines(api: TestApp) {
-  await Bun.sleep(10)
+/** The log lines written, once the request line of `url` has been logged (it comes after the response). */
+async function logLines(api: TestApp, url: string) {
+  await api.loggedRequest(url)
   return api.logs.map((line) => JSON.parse(line))
+}
+
+/** Whether a new TCP connection to the service's port is refused: its listener is closed. */
+async function refusesConnections(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url)
+  try {
+    const socket = await Bun.connect({ hostname, port: Number(port), socket: { data() {} } })
+    socket.end()
+    return false
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ECONNREFUSED') return true
+    throw error
+  }
+}
+
+/** A PostgreSQL of the test's own, migrated, with one entry; stopped and deleted after the test. */
+async function ownDatabase(prefix: string) {
+  const dataDir = await mkdtemp(join(tmpdir(), prefix))
+  await chmod(dataDir, 0o755)
+  const cluster = { current: await startEmbeddedDatabase({ dataDir, preferredPort: 0 }) }
+  cleanups.push(async () => {
+    await cluster.current.stop()
+    await rm(dataDir, { recursive: true, force: true })
+  })
+  const setup = connectDatabase(cluster.current.url, { max: 1 })
+  await migrate(setup)
+  await addEntry(setup, { translations: { en: { slug: 'hello' } } })
+  await setup.end()
+  return { dataDir, cluster }
 }
 
 describe('health probes', () => {
@@ -51,10 +89,11 @@ describe('health probes', () => {
     const info = open(db.url, { LOG_LEVEL: 'info' })
     await info.get('/healthz')
     await info.get('/readyz')
-    expect(await logLines(info)).toEqual([])
+    await info.loggedRequest('/healthz')
+    expect(await logLines(info, '/readyz')).toEqual([])
     const debug = open(db.url, { LOG_LEVEL: 'debug' })
     await debug.get('/healthz')
-    expect(await logLines(debug)).toEqual([expect.objectContaining({ level: 'debug', path: '/healthz' })])
+    expect(await logLines(debug, '/healthz')).toEqual([expect.objectContaining({ level: 'debug', path: '/healthz' })])
   })
 })
 
@@ -64,11 +103,12 @@ describe('deadlines', () => {
     const never = new Promise<never>(() => {})
     const started = performance.now()
     await expect(withDeadline(never, 30, () => cancelled++)).rejects.toMatchObject({ code: 'DATABASE_TIMEOUT' })
-    await Bun.sleep(60)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(29)
+    // The withdrawal is queued before the rejection is seen.
     expect(cancelled).toBe(1)
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(await withDeadline(Promise.resolve('fast'), 30, () => cancelled++)).toBe('fast')
-    await Bun.sleep(40)
+    // Timers fire in the order they fall due: once a later one has fired, the deadline's would have.
+    await new Promise((resolve) => setTimeout(resolve, 31))
     expect(cancelled).toBe(1)
   })
 })
@@ -86,7 +126,8 @@ describe('logs', () => {
     const api = open(db.url, { LOG_LEVEL: 'info' })
     await api.get('/api/v1/content/post?lang=fr&per_page=5', { headers: { 'x-request-id': 'req-1', authorization: 'Bearer secret-token', cookie: 'session=secret' } })
     await api.get('/api/v1/content/post?page=0')
-    const [ok, bad] = await logLines(api)
+    await api.loggedRequest('/api/v1/content/post?lang=fr&per_page=5')
+    const [ok, bad] = await logLines(api, '/api/v1/content/post?page=0')
     expect(ok).toEqual({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: 'info', msg: 'request', requestId: 'req-1', method: 'GET', path: '/api/v1/content/post', query: 'lang=fr&per_page=5', status: 200, ms: expect.any(Number) })
     expect(bad).toMatchObject({ status: 400, query: 'page=0' })
     expect(api.logs.join('\n')).not.toContain('secret')
@@ -95,106 +136,87 @@ describe('logs', () => {
   test('LOG_LEVEL silent writes nothing, errors included', async () => {
     const api = open('postgres://postgres@127.0.0.1:1/none', { LOG_LEVEL: 'silent' })
     expect((await api.get('/api/v1/content/post')).status).toBe(503)
-    expect(await logLines(api)).toEqual([])
+    expect(await logLines(api, '/api/v1/content/post')).toEqual([])
   })
 })
 
 describe('graceful shutdown', () => {
-  test('a slow request in flight when SIGTERM arrives still gets its full 200; new connections are refused; exit 0', async () => {
+  test('a request in flight when SIGTERM arrives still gets its full 200; new connections are refused; exit 0', async () => {
     const extensions = await mkdtemp(join(tmpdir(), 'vitrine-slow-'))
     await chmod(extensions, 0o755)
-    await Bun.write(join(extensions, 'slow.ts'), [
-      `import { t } from '${join(import.meta.dir, '..', 'src', 'hooks', 'extension')}'`,
-      "export default ({ addFilter }) => addFilter('service/api/content-item', async (data) => { await Bun.sleep(1500); return { ...data, slow: true } }, { schema: { add: { slow: t.Boolean() } } })\n",
-    ].join('\n'))
-    const service = await startService({ DATABASE_URL: db.url, PORT: '0', EXTENSIONS_DIR: extensions, HOOK_TIMEOUT_MS: '5000' })
+    cleanups.push(() => rm(extensions, { recursive: true, force: true }))
+    // The callback says when it starts, then holds its request until the test creates `release`.
+    const release = join(extensions, 'release')
+    await Bun.write(
+      join(extensions, 'slow.ts'),
+      `import { t } from '${join(import.meta.dir, '..', 'src', 'hooks', 'extension')}'
+      export default ({ addFilter }) => addFilter('service/api/content-item', async (data) => {
+        console.log('slow callback: started')
+        while (!(await Bun.file(${JSON.stringify(release)}).exists())) await Bun.sleep(10)
+        return { ...data, slow: true }
+      }, { schema: { add: { slow: t.Boolean() } } })\n`,
+    )
+    const service = await startService({ DATABASE_URL: db.url, PORT: '0', EXTENSIONS_DIR: extensions, HOOK_TIMEOUT_MS: '30000' })
+    cleanups.push(async () => {
+      if (service.process.exitCode === null) service.process.kill('SIGKILL')
+    })
     const inFlight = fetch(`${service.url}/api/v1/content/post/hello`)
-    await Bun.sleep(300)
-    const signalled = performance.now()
+    await service.waitForOutput(/slow callback: started/)
     service.process.kill('SIGTERM')
-    await Bun.sleep(100)
-    await expect(fetch(`${service.url}/healthz`)).rejects.toThrow()
+    await service.waitForOutput(/shutting down: finishing requests in flight/)
+    await waitFor('the service refuses new connections', () => refusesConnections(service.url))
+    await Bun.write(release, '')
     const response = await inFlight
     expect(response.status).toBe(200)
     expect(await response.json()).toMatchObject({ data: { slug: 'hello', slow: true } })
     expect(await service.process.exited).toBe(0)
-    console.log(`graceful shutdown: exit ${Math.round(performance.now() - signalled)} ms after SIGTERM, with a 1.5 s request in flight`)
     expect(service.output()).toContain('"msg":"stopped"')
-    await rm(extensions, { recursive: true, force: true })
   }, 30_000)
 })
 
 describe('database outages (C22), with a PostgreSQL of the test’s own', () => {
   test('while it is down: a bounded 503 with Retry-After; when it is back: 200 without a restart', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'vitrine-outage-'))
-    await chmod(dataDir, 0o755)
-    let cluster = await startEmbeddedDatabase({ dataDir, preferredPort: 0 })
-    const port = Number(new URL(cluster.url).port)
-    try {
-      const setup = connectDatabase(cluster.url, { max: 1 })
-      await migrate(setup)
-      await addEntry(setup, { translations: { en: { slug: 'hello' } } })
-      await setup.end()
-      const api = open(cluster.url, { DATABASE_TIMEOUT_MS: '2000' })
-      expect((await api.get('/api/v1/content/post')).status).toBe(200)
+    const { dataDir, cluster } = await ownDatabase('vitrine-outage-')
+    const port = Number(new URL(cluster.current.url).port)
+    const api = open(cluster.current.url, { DATABASE_TIMEOUT_MS: '2000' })
+    expect((await api.get('/api/v1/content/post')).status).toBe(200)
 
-      await cluster.stop()
-      const downAt = performance.now()
-      for (const path of ['/api/v1/content/post', '/api/v1/content/post/hello', '/readyz']) {
-        const started = performance.now()
-        const response = await api.get(path)
-        expect([path, response.status]).toEqual([path, 503])
-        expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
-        expect(performance.now() - started).toBeLessThan(2500)
-      }
-      expect((await api.get('/api/v1/content/post')).body).toEqual({ error: 'Service unavailable.' })
-      expect((await api.get('/healthz')).status).toBe(200)
-
-      cluster = await startEmbeddedDatabase({ dataDir, preferredPort: port })
-      expect(Number(new URL(cluster.url).port)).toBe(port)
-      let status = 0
-      for (let i = 0; i < 100 && status !== 200; i++) {
-        status = (await api.get('/api/v1/content/post')).status
-        if (status !== 200) await Bun.sleep(100)
-      }
-      expect(status).toBe(200)
-      console.log(`database outage: 503 for ${Math.round(performance.now() - downAt)} ms (stop to first 200, restart included)`)
-    } finally {
-      await cluster.stop()
-      await rm(dataDir, { recursive: true, force: true })
+    await cluster.current.stop()
+    for (const path of ['/api/v1/content/post', '/api/v1/content/post/hello', '/readyz']) {
+      const started = performance.now()
+      const response = await api.get(path)
+      expect([path, response.status]).toEqual([path, 503])
+      expect(response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/)
+      // Bounded: the deadline, with room for a loaded machine; a hang would take the test's whole time.
+      expect(performance.now() - started).toBeLessThan(2000 + 5000)
     }
+    expect((await api.get('/api/v1/content/post')).body).toEqual({ error: 'Service unavailable.' })
+
+    cluster.current = await startEmbeddedDatabase({ dataDir, preferredPort: port })
+    expect(Number(new URL(cluster.current.url).port)).toBe(port)
+    await waitFor('a content request is served again', async () => (await api.get('/api/v1/content/post')).status === 200)
+    expect((await api.get('/api/v1/content/post/hello')).body.data.slug).toBe('hello')
   }, 60_000)
 
-  test('a database that hangs (SIGSTOP) gets a 503 within DATABASE_TIMEOUT_MS, and 200 again once it resumes', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'vitrine-frozen-'))
-    await chmod(dataDir, 0o755)
-    const cluster = await startEmbeddedDatabase({ dataDir, preferredPort: 0 })
+  test('a database that hangs (SIGSTOP) gets a 503 at DATABASE_TIMEOUT_MS, and 200 again once it resumes', async () => {
+    const { dataDir, cluster } = await ownDatabase('vitrine-frozen-')
     const postmaster = Number((await Bun.file(join(dataDir, 'postgres', 'postmaster.pid')).text()).split('\n')[0])
     const signalCluster = (signal: string) => Bun.spawnSync(['sh', '-c', `kill -${signal} ${postmaster} $(pgrep -P ${postmaster})`])
-    try {
-      const setup = connectDatabase(cluster.url, { max: 1 })
-      await migrate(setup)
-      await setup.end()
-      const api = open(cluster.url, { DATABASE_TIMEOUT_MS: '1000' })
-      expect((await api.get('/api/v1/content/post')).status).toBe(200)
-      signalCluster('STOP')
-      const started = performance.now()
-      const frozen = await api.get('/api/v1/content/post')
-      const waited = performance.now() - started
-      expect(frozen.status).toBe(503)
-      expect(waited).toBeGreaterThan(900)
-      expect(waited).toBeLessThan(2000)
-      signalCluster('CONT')
-      let status = 0
-      for (let i = 0; i < 50 && status !== 200; i++) {
-        status = (await api.get('/api/v1/content/post')).status
-        if (status !== 200) await Bun.sleep(100)
-      }
-      expect(status).toBe(200)
-    } finally {
-      signalCluster('CONT')
-      await cluster.stop()
-      await rm(dataDir, { recursive: true, force: true })
-    }
+    const api = open(cluster.current.url, { DATABASE_TIMEOUT_MS: '1000' })
+    expect((await api.get('/api/v1/content/post')).status).toBe(200)
+    signalCluster('STOP')
+    // Runs before the cluster is stopped (cleanups run last in, first out), even if this test times out.
+    cleanups.push(async () => signalCluster('CONT'))
+    const started = performance.now()
+    const frozen = await api.get('/api/v1/content/post')
+    const waited = performance.now() - started
+    expect(frozen.status).toBe(503)
+    // The deadline answered, not a faster failure: its code is logged, and it took the whole deadline.
+    const logged = api.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'database unavailable')
+    expect(logged.at(-1)).toMatchObject({ reason: 'timeout', code: 'DATABASE_TIMEOUT' })
+    expect(waited).toBeGreaterThanOrEqual(1000)
+    expect(waited).toBeLessThan(1000 + 5000)
+    signalCluster('CONT')
+    await waitFor('a content request is served again', async () => (await api.get('/api/v1/content/post')).status === 200)
   }, 60_000)
 })

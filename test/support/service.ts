@@ -1,5 +1,6 @@
 import type { Subprocess } from 'bun'
 import { join } from 'node:path'
+import { waitFor } from './wait'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 
@@ -17,6 +18,8 @@ export interface RunningService {
   process: Subprocess<'ignore', 'pipe', 'pipe'>
   /** Everything the process printed so far. */
   output(): string
+  /** Waits until the output matches `pattern` (fails if the process exits first, or after `timeoutMs`). */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>
   /** Sends a signal and waits for the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number>
 }
@@ -36,13 +39,21 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
   }
   void collect(child.stdout)
   void collect(child.stderr)
-  const deadline = Date.now() + timeoutMs
-  while (!/"url":"(http[^"]+)"/.test(text)) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL')
-      throw new Error(`The service did not start:\n${text}`)
+  const waitForOutput = async (pattern: RegExp, ms = 30_000) => {
+    try {
+      await waitFor(`output matching ${pattern}`, () => {
+        if (child.exitCode !== null && !pattern.test(text)) throw new Error(`The service exited (${child.exitCode}) before printing ${pattern}`)
+        return pattern.test(text)
+      }, ms)
+    } catch (error) {
+      throw new Error(`${(error as Error).message}. It printed:\n${text}`)
     }
-    await Bun.sleep(50)
+  }
+  try {
+    await waitForOutput(/"url":"http[^"]+"/, timeoutMs)
+  } catch (error) {
+    child.kill('SIGKILL')
+    throw new Error(`The service did not start. ${(error as Error).message}`)
   }
   const url = /"url":"(http[^"]+)"/.exec(text)![1]
   started = true
@@ -50,6 +61,7 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
     url,
     process: child,
     output: () => text,
+    waitForOutput,
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal)
       return child.exited
