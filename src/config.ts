@@ -1,8 +1,15 @@
 /**
  * The service's settings, read from the environment once at start and checked
- * there. Nothing else in the code base reads `process.env`.
+ * there (NODE_ENV and VITRINE_WORKER included). No other code of ours reads
+ * `process.env`, but libraries below us do: postgres.js fills in what
+ * DATABASE_URL leaves out from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and
+ * reads other PG… variables (PGSSL, …); Elysia reads NODE_ENV. And Bun loads
+ * `.env` files into the environment before any of this runs. The README's
+ * configuration section lists them.
  */
-import { join } from 'node:path'
+import { statSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { join, resolve } from 'node:path'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 /** What a filter callback's output that does not match its declared schema does (src/hooks/README.md). */
@@ -55,7 +62,7 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'sile
  */
 export function loadConfig(env: Env): Config {
   const port = readInteger(env, 'PORT', 3000, 0, 65535)
-  const host = readText(env, 'HOST') ?? '0.0.0.0'
+  const host = readHost(env)
   const publicUrl = trimSlash(readHttpUrl(env, 'PUBLIC_URL') ?? `http://localhost:${port}`)
   return {
     port,
@@ -71,7 +78,7 @@ export function loadConfig(env: Env): Config {
     hookTimeoutMs: readInteger(env, 'HOOK_TIMEOUT_MS', 1000, 1, 600_000),
     // Under `bun test` (NODE_ENV=test) a mismatch fails the request, and so the test.
     hookSchemaMismatch: readChoice(env, 'HOOK_SCHEMA_MISMATCH', ['fail', 'log'], env.NODE_ENV === 'test' ? 'fail' : 'log'),
-    extensionsDir: readText(env, 'EXTENSIONS_DIR') ?? join(import.meta.dir, 'hooks', 'extensions'),
+    extensionsDir: readExtensionsDir(env),
     shutdownGraceMs: readInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     cache: readSwitch(env, 'CACHE', true),
     cacheMaxBytes: readInteger(env, 'CACHE_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
@@ -95,6 +102,25 @@ function readInteger(env: Env, name: string, fallback: number, min: number, max:
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, not "${text}".`)
   }
   return value
+}
+
+/** A host name as RFC 1123 allows: dot-separated labels of letters, digits and inner hyphens. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i
+
+function readHost(env: Env): string {
+  const text = readText(env, 'HOST') ?? '0.0.0.0'
+  if (isIP(text) || HOST_NAME.test(text)) return text
+  throw new ConfigError(`HOST must be an IP address or a host name (0.0.0.0 for every interface, 127.0.0.1, ::, localhost), not "${text}".`)
+}
+
+/** The shipped folder may be absent (no extension); a folder named on purpose must exist, or its extensions would silently not apply. */
+function readExtensionsDir(env: Env): string {
+  const text = readText(env, 'EXTENSIONS_DIR')
+  if (text === undefined) return join(import.meta.dir, 'hooks', 'extensions')
+  if (!statSync(text, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new ConfigError(`EXTENSIONS_DIR must be a folder that exists, not "${text}" (${resolve(text)}).`)
+  }
+  return text
 }
 
 function readHttpUrl(env: Env, name: string): string | undefined {

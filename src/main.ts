@@ -1,68 +1,56 @@
+import { isIPv6 } from 'node:net'
 import { createApp } from './app'
-import { listenForChanges } from './cache/change-listener'
+import { listenForChanges, type ChangeListener } from './cache/change-listener'
 import { ContentCache } from './cache/content-cache'
 import type { ContentAnswer } from './content/content-answer'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
-import { connectDatabase, openReadPool } from './db/connect'
+import { connectDatabase, openReadPool, type Sql } from './db/connect'
 import { migrate, pendingMigrations } from './db/migrate'
-import { resolveDatabase } from './db/open'
+import { resolveDatabase, type DatabaseTarget } from './db/open'
 import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
-import { serveApp } from './http/serve'
-import { createLogger } from './log'
+import { listen } from './http/listen'
+import { createLogger, type Logger } from './log'
 import { superviseWorkers } from './workers'
 
 runCommand(async () => {
-  const config = loadConfig(process.env)
-  const log = createLogger(config.logLevel)
+  const settings = loadConfig(process.env)
+  const log = createLogger(settings.logLevel)
   // Extensions first: one that fails to load stops the start before anything else is set up.
-  const { registry: filters, files } = await loadExtensions(config.extensionsDir)
+  const { registry: filters, files } = await loadExtensions(settings.extensionsDir)
   if (files.length) log.info('loaded extensions', { files })
   // Code of an extension that forgets a promise, or a fault deep in a library, must not bring the service down.
   process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
   process.on('uncaughtException', (error) => log.error('uncaught exception', { error }))
 
-  const target = await resolveDatabase(config, log)
+  const target = await resolveDatabase(settings, log)
   // Read-only: neither a bug nor an extension can write through it.
-  const sql = openReadPool(target.url, config)
+  const sql = openReadPool(target.url, settings)
 
-  if (target.embedded) {
-    // The embedded database is this process's own: keep it migrated, and give
-    // a new user something to look at on the very first run. Writes go through
-    // a connection of their own.
-    const admin = connectDatabase(target.url, { max: 1, timeoutMs: config.databaseTimeoutMs })
-    const applied = await migrate(admin)
-    if (applied.length) log.info('migrated the embedded database', { applied })
-    if (target.embedded.created) {
-      const { entries } = await seedDemo(admin)
-      log.info('loaded the demo content', { entries })
+  let listener: ChangeListener | undefined
+  let listening: ReturnType<typeof listen>
+  try {
+    await prepareDatabase(sql, target, settings.databaseTimeoutMs, log)
+    if (settings.workers > 1 && !settings.isWorker) {
+      // WORKERS=n: this process supervises; each worker has its own pool, cache and change listener.
+      await sql.end()
+      return await superviseWorkers(settings, log, target)
     }
-    await admin.end()
-  } else {
-    const pending = await pendingMigrations(sql).catch(() => [])
-    if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
+    // C35/C36: answers from memory while the database's change notifications are heard.
+    const cache = settings.cache ? new ContentCache<ContentAnswer>(settings.cacheMaxBytes) : undefined
+    listener = cache && listenForChanges(settings.databaseListenUrl ?? target.url, cache, { timeoutMs: settings.databaseTimeoutMs, log })
+    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache }))
+  } catch (error) {
+    // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
+    await listener?.stop()
+    await sql.end({ timeout: 1 })
+    await target.embedded?.stop()
+    throw error
   }
-
-  if (config.workers > 1 && !config.isWorker) {
-    await sql.end()
-    return superviseWorkers(config, log, target)
-  }
-
-  // C35/C36: answers from memory while the database's change notifications are heard.
-  const cache = config.cache ? new ContentCache<ContentAnswer>(config.cacheMaxBytes) : undefined
-  const listener = cache && listenForChanges(config.databaseListenUrl ?? target.url, cache, { timeoutMs: config.databaseTimeoutMs, log })
-
-  // Only the workers of WORKERS=n share the port; otherwise a port in use fails the start.
-  const server = serveApp(createApp({ sql, config, log, filters, cache }), {
-    port: config.port,
-    hostname: config.host,
-    reusePort: config.isWorker,
-    requestBudgetMs: config.databaseTimeoutMs + config.hookTimeoutMs,
-    log,
-  })
-  const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${server.port}`
-  log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, embedded: Boolean(target.embedded) })
+  const { server, config } = listening
+  const url = localUrl(config.host, config.port)
+  log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, publicUrl: config.publicUrl, embedded: Boolean(target.embedded) })
 
   // Graceful stop: refuse new connections, let requests in flight finish (up to
   // SHUTDOWN_GRACE_MS), then close the pool and the embedded database. A second
@@ -93,3 +81,34 @@ runCommand(async () => {
   process.on('SIGINT', () => void shutdown('SIGINT'))
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
 })
+
+/**
+ * The embedded database is this process's own: keep it migrated, and give a new
+ * user something to look at on the very first run; writes go through a connection
+ * of their own (the service's pool is read-only). A database of yours is only
+ * checked: `bun run migrate` is yours to run.
+ */
+async function prepareDatabase(sql: Sql, target: DatabaseTarget, timeoutMs: number, log: Logger): Promise<void> {
+  if (!target.embedded) {
+    const pending = await pendingMigrations(sql).catch(() => [])
+    if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
+    return
+  }
+  const admin = connectDatabase(target.url, { max: 1, timeoutMs })
+  try {
+    const applied = await migrate(admin)
+    if (applied.length) log.info('migrated the embedded database', { applied })
+    if (target.embedded.created) {
+      const { entries } = await seedDemo(admin)
+      log.info('loaded the demo content', { entries })
+    }
+  } finally {
+    await admin.end()
+  }
+}
+
+/** Where a person on this machine reaches the service. */
+function localUrl(host: string, port: number): string {
+  const name = host === '0.0.0.0' || host === '::' ? 'localhost' : isIPv6(host) ? `[${host}]` : host
+  return `http://${name}:${port}`
+}

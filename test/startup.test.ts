@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { seedDemo } from '../src/demo/seed-demo'
-import { createTestDatabase } from './support/database'
-import { runScript, startService } from './support/service'
+import { createTestDatabase, type TestDatabase } from './support/database'
+import { ROOT, runScript, startService } from './support/service'
 
 const dataDir = await mkdtemp(join(tmpdir(), 'vitrine-start-'))
 await chmod(dataDir, 0o755)
@@ -23,11 +24,16 @@ describe('bun run start without DATABASE_URL', () => {
     const posts = await getJson(`${first.url}/api/v1/content/post`)
     expect(posts.status).toBe(200)
     expect(posts.body.meta.total).toBeGreaterThan(10)
+    // PORT=0 with the default PUBLIC_URL: storage-relative images are served from the port actually bound.
+    const imageUrls = posts.body.data.flatMap((item: any) => (item.featured_image ? [item.featured_image.url] : []))
+    expect(imageUrls.filter((url: string) => url.includes('/uploads/')).length).toBeGreaterThan(0)
+    for (const url of imageUrls) expect(url).toMatch(new RegExp(`^(${first.url}/media/uploads/|https://images\\.example\\.com/)`))
     expect(first.output()).toContain('loaded the demo content')
     expect(await first.stop('SIGTERM')).toBe(0)
 
     const second = await startService({ DATA_DIR: dataDir, PORT: '0' })
-    expect(await getJson(`${second.url}/api/v1/content/post`)).toEqual(posts)
+    const samePosts = await getJson(`${second.url}/api/v1/content/post`)
+    expect(JSON.stringify(samePosts).replaceAll(second.url, first.url)).toBe(JSON.stringify(posts))
     expect(second.output()).not.toContain('loaded the demo content')
     expect(second.output()).not.toContain('migrated the embedded database')
     expect(await second.stop('SIGINT')).toBe(0)
@@ -38,6 +44,46 @@ describe('bun run start without DATABASE_URL', () => {
     expect(run.code).toBe(1)
     expect(run.stderr.trim().split('\n')).toEqual(['vitrine: PORT must be a whole number from 0 to 65535, not "eighty".'])
   })
+})
+
+describe('bun run start: settings checked at start, one line each', () => {
+  let db: TestDatabase
+  beforeAll(async () => {
+    db = await createTestDatabase()
+  })
+  afterAll(() => db.sql.end())
+  const start = (env: Record<string, string>) => runScript('start', { DATABASE_URL: db.url, PORT: '0', ...env })
+  const oneLine = (run: { stderr: string }) => run.stderr.trim().split('\n')
+
+  test('EXTENSIONS_DIR set to a folder that does not exist', async () => {
+    const run = await start({ EXTENSIONS_DIR: './no-such-folder' })
+    expect(run.code).toBe(1)
+    expect(oneLine(run)).toEqual([`vitrine: EXTENSIONS_DIR must be a folder that exists, not "./no-such-folder" (${join(ROOT, 'no-such-folder')}).`])
+  })
+
+  test('HOST that is not an address or a host name', async () => {
+    const run = await start({ HOST: 'my host!' })
+    expect(run.code).toBe(1)
+    expect(oneLine(run)).toEqual(['vitrine: HOST must be an IP address or a host name (0.0.0.0 for every interface, 127.0.0.1, ::, localhost), not "my host!".'])
+  })
+
+  test('HOST that is no address of this machine', async () => {
+    // 192.0.2.1 is reserved for documentation (RFC 5737): never a machine's own.
+    const run = await start({ HOST: '192.0.2.1' })
+    expect(run.code).toBe(1)
+    expect(oneLine(run)).toEqual(['vitrine: HOST 192.0.2.1 is not an address of this machine: use one of its addresses, or 0.0.0.0 for all of them.'])
+  })
+
+  test('PORT already in use, even by another Vitrine; the embedded PostgreSQL started for nothing is stopped', async () => {
+    const first = await startService({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1' })
+    const port = new URL(first.url).port
+    const run = await runScript('start', { DATA_DIR: dataDir, PORT: port, HOST: '127.0.0.1' })
+    expect(await first.stop()).toBe(0)
+    expect(run.code).toBe(1)
+    expect(oneLine(run)).toEqual([`vitrine: PORT ${port} on HOST 127.0.0.1 is in use by another process (EADDRINUSE).`])
+    expect(existsSync(join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true)
+    expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false)
+  }, 60_000)
 })
 
 describe('bun run seed:demo', () => {
