@@ -36,6 +36,6 @@ export function createApp(dependencies: AppDependencies) {
     .use(requestPolicy(dependencies.log, config.cacheMaxAge))
     .use(corsPolicy(config))
     .use(apiDocumentation(document))
-    .use(healthRoutes(dependencies.sql, config.databaseTimeoutMs))
+    .use(healthRoutes(dependencies))
     .use(contentRoutes({ ...dependencies, filters }))
 }

@@ -79,10 +79,29 @@ describe('health probes', () => {
     const empty = await createTestDatabase({ migrated: false })
     const unmigrated = await open(empty.url).get('/readyz')
     expect([unmigrated.status, unmigrated.body]).toEqual([503, { error: 'The database schema is not migrated: run `bun run migrate`.' }])
-    expect(unmigrated.headers.get('retry-after')).toBeTruthy()
+    expect(unmigrated.headers.get('retry-after')).toBe('30')
     await empty.sql.end()
     const unreachable = await open('postgres://postgres@127.0.0.1:1/none').get('/readyz')
     expect([unreachable.status, unreachable.body]).toEqual([503, { error: 'The database is not reachable.' }])
+    expect(unreachable.headers.get('retry-after')).toBe('2')
+  })
+
+  test('/readyz logs the readiness once each time it changes: "not migrated" is no error', async () => {
+    const empty = await createTestDatabase({ migrated: false })
+    const api = open(empty.url, { LOG_LEVEL: 'info' })
+    const lines = () => api.logs.map((line) => JSON.parse(line)).map(({ level, msg }) => `${level}: ${msg}`)
+    for (let probe = 0; probe < 3; probe++) expect((await api.get('/readyz')).status).toBe(503)
+    expect(lines()).toEqual(['warn: not ready: the database schema is not migrated: run `bun run migrate`'])
+    await migrate(empty.sql)
+    for (let probe = 0; probe < 3; probe++) expect((await api.get('/readyz')).status).toBe(200)
+    expect(lines()).toEqual([
+      'warn: not ready: the database schema is not migrated: run `bun run migrate`',
+      'info: ready: the database answers and its schema is migrated',
+    ])
+    // The probes' own request lines are at debug level: LOG_LEVEL=info drops them.
+    await api.loggedRequest('/readyz')
+    expect(api.logs).toHaveLength(2)
+    await empty.sql.end()
   })
 
   test('probes are not logged at info level, only at debug', async () => {
@@ -90,7 +109,8 @@ describe('health probes', () => {
     await info.get('/healthz')
     await info.get('/readyz')
     await info.loggedRequest('/healthz')
-    expect(await logLines(info, '/readyz')).toEqual([])
+    // Only the readiness, logged once as it became known (see the next test).
+    expect(await logLines(info, '/readyz')).toEqual([expect.objectContaining({ level: 'info', msg: 'ready: the database answers and its schema is migrated' })])
     const debug = open(db.url, { LOG_LEVEL: 'debug' })
     await debug.get('/healthz')
     expect(await logLines(debug, '/healthz')).toEqual([expect.objectContaining({ level: 'debug', path: '/healthz' })])

@@ -1,25 +1,54 @@
 import { Elysia } from 'elysia'
+import type { AppDependencies } from '../app'
 import { withDeadline, type Sql } from '../db/connect'
 import { pendingMigrations } from '../db/migrate'
-import { HttpError } from './errors'
+import type { Logger } from '../log'
 import { jsonResponse } from './json-response'
+
+type Readiness = { state: 'ready' } | { state: 'not migrated'; pending: string[] } | { state: 'unreachable'; error: unknown }
 
 /**
  * `/healthz`: the process answers. `/readyz`: the database answers and its
- * schema is migrated; otherwise 503. Neither is logged at info level.
+ * schema is migrated; otherwise 503. Neither is logged at info level; the
+ * readiness is, once each time it changes (a probe every few seconds must not
+ * repeat the same line, nor call an unmigrated database "unavailable").
+ * @example new Elysia().use(healthRoutes({ sql, config, log }))
  */
-export function healthRoutes(sql: Sql, timeoutMs: number) {
+export function healthRoutes({ sql, config, log }: Pick<AppDependencies, 'sql' | 'config' | 'log'>) {
+  const report = readinessReporter(log)
   return new Elysia({ name: 'health-routes' })
     .get('/healthz', () => jsonResponse({ status: 'ok' }))
-    .get('/readyz', async () => {
-      let pending: string[]
-      try {
-        pending = await withDeadline(pendingMigrations(sql), timeoutMs)
-      } catch {
-        // Whatever kept the probe from its answer (refused, 55000, 28P01, a hang), the instance is not ready.
-        throw new HttpError(503, 'The database is not reachable.', { 'retry-after': '2' })
-      }
-      if (pending.length) throw new HttpError(503, 'The database schema is not migrated: run `bun run migrate`.', { 'retry-after': '30' })
-      return jsonResponse({ status: 'ready' })
+    .get('/readyz', async ({ set }) => {
+      const readiness = await checkReadiness(sql, config.databaseTimeoutMs)
+      report(readiness)
+      if (readiness.state === 'ready') return jsonResponse({ status: 'ready' })
+      // Answered here, not thrown: the error handler would log every probe as a failure.
+      set.status = 503
+      set.headers['retry-after'] = readiness.state === 'not migrated' ? '30' : '2'
+      const error = readiness.state === 'not migrated' ? 'The database schema is not migrated: run `bun run migrate`.' : 'The database is not reachable.'
+      return jsonResponse({ error }, 503)
     })
+}
+
+async function checkReadiness(sql: Sql, timeoutMs: number): Promise<Readiness> {
+  let pending: string[]
+  try {
+    pending = await withDeadline(pendingMigrations(sql), timeoutMs)
+  } catch (error) {
+    // Whatever kept the probe from its answer (refused, 55000, 28P01, a hang), the instance is not ready.
+    return { state: 'unreachable', error }
+  }
+  return pending.length ? { state: 'not migrated', pending } : { state: 'ready' }
+}
+
+/** Logs the readiness when it differs from the last one logged: ready at info, the others at warn. */
+function readinessReporter(log: Logger): (readiness: Readiness) => void {
+  let last: Readiness['state'] | undefined
+  return (readiness) => {
+    if (readiness.state === last) return
+    last = readiness.state
+    if (readiness.state === 'ready') log.info('ready: the database answers and its schema is migrated')
+    else if (readiness.state === 'not migrated') log.warn('not ready: the database schema is not migrated: run `bun run migrate`', { pending: readiness.pending })
+    else log.warn('not ready: the database is not reachable', { error: readiness.error })
+  }
 }
