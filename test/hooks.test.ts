@@ -8,10 +8,11 @@ import { FilterRegistry } from '../src/hooks/registry'
 import bodyExample from '../src/hooks/examples/body'
 import customFieldsExample from '../src/hooks/examples/custom-fields'
 import membersOnlyExample from '../src/hooks/examples/members-only-excerpt'
+import readingTimeExample from '../src/hooks/examples/reading-time'
 import { createTestDatabase } from './support/database'
 import { testApp, type TestApp } from './support/app'
 import { addAuthor, addEntry, addImage, addLanguage, addTerm } from './support/fixtures'
-import { runScript } from './support/service'
+import { ROOT, runScript } from './support/service'
 
 const db = await createTestDatabase()
 const opened: TestApp[] = []
@@ -213,12 +214,12 @@ describe('the filter hook service/api/content-item', () => {
 describe('failures fail closed (C23, C26, C31)', () => {
   // Each fails on the entry `full` only, so that the same chain then serves `bare`.
   const cases: [string, ContentItemFilter, RegExp][] = [
-    ['throws', function throwing(data) { if (data.id === full) throw new Error('boom'); return data }, /throwing from test\/hooks.test.ts threw: boom/],
-    ['rejects', async function rejecting(data) { if (data.id === full) throw new Error('async boom'); return data }, /rejecting from test\/hooks.test.ts threw: async boom/],
-    ['returns undefined', function forgetful(data) { return data.id === full ? (undefined as never) : data }, /forgetful from test\/hooks.test.ts returned undefined/],
-    ['returns an array', function arrays(data) { return data.id === full ? ([] as never) : data }, /arrays from test\/hooks.test.ts returned an array/],
-    ['never settles', function pending(data) { return data.id === full ? new Promise<never>(() => {}) : data }, /pending from test\/hooks.test.ts did not settle within 50 ms/],
-    ['returns a thenable that never settles', function stuck(data) { return data.id === full ? ({ then() {} } as never) : data }, /stuck from test\/hooks.test.ts did not settle within 50 ms/],
+    ['throws', function throwing(data) { if (data.id === full) throw new Error('boom'); return data }, /"throwing" \(#2 of test\/hooks.test.ts\) threw: boom/],
+    ['rejects', async function rejecting(data) { if (data.id === full) throw new Error('async boom'); return data }, /"rejecting" \(#2 of test\/hooks.test.ts\) threw: async boom/],
+    ['returns undefined', function forgetful(data) { return data.id === full ? (undefined as never) : data }, /"forgetful" \(#2 of test\/hooks.test.ts\) returned undefined/],
+    ['returns an array', function arrays(data) { return data.id === full ? ([] as never) : data }, /"arrays" \(#2 of test\/hooks.test.ts\) returned an array/],
+    ['never settles', function pending(data) { return data.id === full ? new Promise<never>(() => {}) : data }, /"pending" \(#2 of test\/hooks.test.ts\) did not settle within 50 ms/],
+    ['returns a thenable that never settles', function stuck(data) { return data.id === full ? ({ then() {} } as never) : data }, /"stuck" \(#2 of test\/hooks.test.ts\) did not settle within 50 ms/],
   ]
   for (const [what, callback, logged] of cases) {
     test(`a callback that ${what}: 500 without the unfiltered item; the log names the extension; the next request is served`, async () => {
@@ -263,7 +264,7 @@ describe('declared schemas: addFilter(name, callback, { priority, schema: { add,
       const response = await api.get('/api/v1/content/post/hello')
       expect([response.status, response.text]).toEqual([500, '{"error":"Internal server error."}'])
       const errors = api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')
-      expect(errors[0].error.message).toMatch(/from test\/hooks.test.ts returned an item that does not match its declared schema/)
+      expect(errors[0].error.message).toMatch(/#1 of test\/hooks.test.ts\)? returned an item that does not match its declared schema/)
       expect(errors[0].error.message).toMatch(problem)
     })
   }
@@ -278,7 +279,7 @@ describe('declared schemas: addFilter(name, callback, { priority, schema: { add,
     const errors = api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')
     expect(errors).toHaveLength(1)
     expect(errors[0].msg).toBe('extension output does not match its declared schema; served as it is, reported once')
-    expect(errors[0].error.message).toMatch(/flagging from test\/hooks.test.ts returned an item that does not match its declared schema: \/flag: Unexpected property/)
+    expect(errors[0].error.message).toMatch(/"flagging" \(#1 of test\/hooks.test.ts\) returned an item that does not match its declared schema: \/flag: Unexpected property/)
   })
 
   test('a declaration that cannot be right is refused before the service starts', () => {
@@ -287,7 +288,7 @@ describe('declared schemas: addFilter(name, callback, { priority, schema: { add,
       registry.add(CONTENT_ITEM_HOOK, (data) => data, options as FilterOptions, 'ext.ts')
       return () => registry.itemSchema
     }
-    expect(refused({ schema: { remove: ['excrept'] } })).toThrow(/from ext.ts: schema.remove names "excrept", which the item does not have/)
+    expect(refused({ schema: { remove: ['excrept'] } })).toThrow(/#1 of ext.ts: schema.remove names "excrept", which the item does not have/)
     expect(refused({ schema: { add: { minutes: { type: 'integer' } } } })).toThrow(/schema.add.minutes is not a schema: build it with t/)
     expect(() => refused({ schema: { remove: 'excerpt' } })).toThrow(/schema.remove must be an array/)
     expect(() => refused({ priority: 'high' })).toThrow(/The priority must be a number/)
@@ -325,6 +326,23 @@ describe('the examples in src/hooks/examples', () => {
     expect((await api.get('/api/v1/content/post/bonjour?lang=fr')).body.data.body).toBe('<p>Corps</p>')
     expect((await api.get('/api/v1/content/post/hello?lang=de')).body.data.body).toBe('<p>English body</p>')
     expect((await api.get('/api/v1/content/post/nur-deutsch?lang=de')).body.data.body).toBeNull()
+  })
+
+  test('reading-time counts the words of the body the item shows, in the fallback language too, tags left out', async () => {
+    // 1 000 words, each in its own tag: counted with the tags, they would make 2 000 "words" (10 minutes).
+    const body = `<article>${Array.from({ length: 1000 }, () => '<span class="w">word</span>').join(' ')}</article>`
+    await addEntry(db.sql, { type: 'essay', translations: { en: { slug: 'long-read', body } } })
+    const api = await apiWithExtension(readingTimeExample)
+    for (const query of ['', '?lang=fr', '?lang=de']) {
+      expect((await api.get(`/api/v1/content/essay/long-read${query}`)).body.data.reading_minutes).toBe(5)
+    }
+    expect((await api.get('/api/v1/content/post/nur-deutsch?lang=de')).body.data.reading_minutes).toBe(1)
+  })
+
+  test('the guide shows reading-time exactly as it is in src/hooks/examples', async () => {
+    const guide = await Bun.file(join(ROOT, 'src', 'hooks', 'README.md')).text()
+    const shown = /## A first extension[\s\S]*?```ts\n([\s\S]*?)```/.exec(guide)?.[1]
+    expect(shown).toBe(await Bun.file(join(ROOT, 'src', 'hooks', 'examples', 'reading-time.ts')).text())
   })
 
   test('members-only-excerpt removes excerpt unless X-Member is sent, and varies on it', async () => {
@@ -384,8 +402,8 @@ describe('the extension loader', () => {
     const root = join(import.meta.dir, '..')
     const shown = [
       ...(await Bun.file(join(root, 'README.md')).text()).matchAll(/```ts\n(\/\/ src\/hooks\/extensions\/.*\n[\s\S]*?)```/g),
-      ...(await Bun.file(join(root, 'src', 'hooks', 'README.md')).text()).matchAll(/## Ten lines[\s\S]*?```ts\n([\s\S]*?)```/g),
-    ].map((match) => match[1].replace("from '../extension'", `from '${join(root, 'src', 'hooks', 'extension')}'`))
+      ...(await Bun.file(join(root, 'src', 'hooks', 'README.md')).text()).matchAll(/## A first extension[\s\S]*?```ts\n([\s\S]*?)```/g),
+    ].map((match) => match[1])
     expect(shown).toHaveLength(2)
     const folder = join(dir, 'readme')
     for (const [index, source] of shown.entries()) await Bun.write(join(folder, `${index}.ts`), source)
@@ -396,6 +414,34 @@ describe('the extension loader', () => {
     expect(response.status).toBe(200)
     expect(response.body.data).toMatchObject({ reading_time_minutes: 1, reading_minutes: 1 })
     expect('excerpt' in response.body.data).toBe(false)
+  })
+
+  test('an extension in a folder outside the repository imports its types from #vitrine/extension', async () => {
+    const folder = join(dir, 'elsewhere')
+    await Bun.write(
+      join(folder, 'flag.ts'),
+      "import { defineExtension, itemTranslation, t, CONTENT_ITEM_HOOK } from '#vitrine/extension'\n" +
+        'export default defineExtension(({ addFilter }) => addFilter(CONTENT_ITEM_HOOK, (data, content, context) => ({ ...data, shown: itemTranslation(content, context)?.language_code }), { schema: { add: { shown: t.String() } } }))\n',
+    )
+    expect(folder.startsWith(ROOT)).toBe(false)
+    const { registry } = await loadExtensions(folder)
+    const api = testApp(db.url, {}, registry)
+    opened.push(api)
+    expect((await api.get('/api/v1/content/post/hello?lang=de')).body.data.shown).toBe('en')
+  })
+
+  test('an inline arrow callback that fails is named in the log by its file and its place in it', async () => {
+    const folder = join(dir, 'inline')
+    await Bun.write(
+      join(folder, '30-two.ts'),
+      "export default ({ addFilter }) => {\n  addFilter('service/api/content-item', (data) => data)\n  addFilter('service/api/content-item', () => { throw new Error('inline boom') })\n}\n",
+    )
+    const { registry } = await loadExtensions(folder)
+    const api = testApp(db.url, {}, registry)
+    opened.push(api)
+    expect((await api.get('/api/v1/content/post/hello')).status).toBe(500)
+    const [logged] = api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')
+    expect(logged.error.message).toBe(`The filter callback #2 of ${join(folder, '30-two.ts')} threw: inline boom`)
   })
 
   test('an unknown hook name is refused at load time', async () => {

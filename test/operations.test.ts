@@ -166,15 +166,16 @@ describe('graceful shutdown', () => {
     await chmod(extensions, 0o755)
     cleanups.push(() => rm(extensions, { recursive: true, force: true }))
     // The callback says when it starts, then holds its request until the test creates `release`.
+    // Its folder lies outside the repository: `#vitrine/extension` resolves there too.
     const release = join(extensions, 'release')
     await Bun.write(
       join(extensions, 'slow.ts'),
-      `import { t } from '${join(import.meta.dir, '..', 'src', 'hooks', 'extension')}'
-      export default ({ addFilter }) => addFilter('service/api/content-item', async (data) => {
+      `import { defineExtension, t } from '#vitrine/extension'
+      export default defineExtension(({ addFilter }) => addFilter('service/api/content-item', async (data) => {
         console.log('slow callback: started')
         while (!(await Bun.file(${JSON.stringify(release)}).exists())) await Bun.sleep(10)
         return { ...data, slow: true }
-      }, { schema: { add: { slow: t.Boolean() } } })\n`,
+      }, { schema: { add: { slow: t.Boolean() } } }))\n`,
     )
     const service = await startService({ DATABASE_URL: db.url, PORT: '0', EXTENSIONS_DIR: extensions, HOOK_TIMEOUT_MS: '30000' })
     cleanups.push(async () => {

@@ -1,4 +1,4 @@
-import { defineExtension } from '../../src/hooks/extension'
+import { defineExtension } from '#vitrine/extension'
 
 /** The benchmark's trivial callback (C28): what registering one costs, and nothing more. */
 export default defineExtension(({ addFilter }) => {

@@ -2,12 +2,12 @@ import type { SchemaMismatchPolicy } from '../config'
 import { Item } from '../content/schemas'
 import type { Logger } from '../log'
 import type { EntryModel, FilterContext, ItemData } from './extension'
-import type { FilterRegistry, RegisteredFilter } from './registry'
+import { describeCallback, type FilterRegistry, type RegisteredFilter } from './registry'
 
 /** A filter callback failed: the request fails closed (C23, C26, C31). The message names the extension. */
 export class FilterError extends Error {
   constructor(filter: RegisteredFilter, problem: string, options?: { cause?: unknown }) {
-    super(`The filter callback ${filter.callback.name || '(anonymous)'} from ${filter.source} ${problem}`, options)
+    super(`The filter callback ${describeCallback(filter)} ${problem}`, options)
     this.name = 'FilterError'
   }
 }

@@ -1,8 +1,9 @@
 /**
  * What an extension author works with: the types of the filter hook
  * `service/api/content-item` (service.md §6, contract C24–C31),
- * `defineExtension`, and `t` to declare the fields a callback adds.
- * Extensions live in `src/hooks/extensions/*.ts`.
+ * `defineExtension`, `itemTranslation`, and `t` to declare the fields a callback
+ * adds. Extensions import it as `#vitrine/extension`, wherever they live (see
+ * src/hooks/README.md).
  */
 import type { TSchema } from '@sinclair/typebox'
 import type { Item } from '../content/schemas'
@@ -164,4 +165,18 @@ export type Extension = (api: ExtensionApi) => void | Promise<void>
  */
 export function defineExtension(extension: Extension): Extension {
   return extension
+}
+
+/**
+ * The translation the item shows (C14): the entry's row in the language in
+ * effect, else its default-language row, else null. Fields taken from it match
+ * the item's title and slug.
+ * @example const body = itemTranslation(content, context)?.body ?? null
+ */
+export function itemTranslation(content: EntryModel, context: FilterContext): TranslationModel | null {
+  return (
+    content.translations.find((row) => row.language_code === context.language) ??
+    content.translations.find((row) => row.language_code === context.defaultLanguage) ??
+    null
+  )
 }

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
-import { relative, resolve } from 'node:path'
+import { relative, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { ExtensionApi } from './extension'
+import { provideExtensionModule } from './extension-alias'
 import { FilterRegistry } from './registry'
 
 /** An extension file could not be loaded; the message names it. The start stops. */
@@ -21,9 +22,11 @@ export async function loadExtensions(dir: string): Promise<{ registry: FilterReg
     .filter((file) => file.isFile() && file.name.endsWith('.ts') && !file.name.endsWith('.d.ts'))
     .map((file) => file.name)
     .sort()
+  provideExtensionModule()
   for (const file of files) {
     const path = resolve(dir, file)
-    const source = relative(process.cwd(), path) || path
+    // Named from the working directory when it lies below it, else by its full path.
+    const source = path.startsWith(process.cwd() + sep) ? relative(process.cwd(), path) : path
     try {
       const module = await import(pathToFileURL(path).href)
       if (typeof module.default !== 'function') throw new Error('its default export is not a function; see src/hooks/README.md.')

@@ -8,6 +8,8 @@ export interface RegisteredFilter {
   priority: number
   /** Where it was registered (the extension file), for the log. */
   source: string
+  /** Its place among the callbacks of `source`, from 1: names an inline arrow function in the log. */
+  index: number
   /** The item's shape after this callback, as declared: its output must match it. */
   itemSchema: TObject
   /** What in an output does not match `itemSchema`, or undefined. */
@@ -18,6 +20,7 @@ interface Registration {
   callback: ContentItemFilter
   priority: number
   source: string
+  index: number
   change: ItemSchemaChange
 }
 
@@ -39,8 +42,9 @@ export class FilterRegistry {
     const { priority = 10, schema = {} } = typeof options === 'number' ? { priority: options } : (options ?? {})
     if (!Number.isFinite(priority)) throw new TypeError(`The priority must be a number, not ${String(priority)}.`)
     checkSchemaChange(schema)
+    const index = this.#registrations.filter((registration) => registration.source === source).length + 1
     // A stable sort keeps registration order among equal priorities.
-    this.#registrations = [...this.#registrations, { callback, priority, source, change: schema }].sort((a, b) => a.priority - b.priority)
+    this.#registrations = [...this.#registrations, { callback, priority, source, index, change: schema }].sort((a, b) => a.priority - b.priority)
     this.#filters = undefined
   }
 
@@ -65,15 +69,23 @@ export class FilterRegistry {
 
   #resolve(): RegisteredFilter[] {
     let shape: TObject = Item
-    return this.#registrations.map(({ callback, priority, source, change }) => {
+    return this.#registrations.map(({ change, ...registration }) => {
       try {
         shape = changeItemSchema(shape, change)
       } catch (error) {
-        throw new TypeError(`The filter callback ${callback.name || '(anonymous)'} from ${source}: ${(error as Error).message}`)
+        throw new TypeError(`The filter callback ${describeCallback(registration)}: ${(error as Error).message}`)
       }
-      return { callback, priority, source, itemSchema: shape, schemaMismatch: compileMismatchFinder(shape) }
+      return { ...registration, itemSchema: shape, schemaMismatch: compileMismatchFinder(shape) }
     })
   }
+}
+
+/**
+ * How the log names a callback: `"hideDrafts" (#2 of src/hooks/extensions/20-x.ts)`,
+ * or `#2 of src/hooks/extensions/20-x.ts` for an inline arrow function, which has no name.
+ */
+export function describeCallback({ callback, index, source }: Pick<RegisteredFilter, 'callback' | 'index' | 'source'>): string {
+  return callback.name ? `"${callback.name}" (#${index} of ${source})` : `#${index} of ${source}`
 }
 
 function checkSchemaChange(change: unknown): asserts change is ItemSchemaChange {

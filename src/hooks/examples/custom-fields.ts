@@ -1,4 +1,4 @@
-import { defineExtension, t, type EntryModel, type FilterContext } from '../extension'
+import { defineExtension, t, type EntryModel, type FilterContext } from '#vitrine/extension'
 
 /**
  * Adds the entry's custom field values as `fields: { key: value }`. For each

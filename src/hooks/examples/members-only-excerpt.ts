@@ -1,4 +1,4 @@
-import { defineExtension } from '../extension'
+import { defineExtension } from '#vitrine/extension'
 
 /**
  * Removes `excerpt` unless the request carries an `X-Member` header. Reading
