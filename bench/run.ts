@@ -6,7 +6,11 @@
  *
  * DATABASE_URL: the server to build the `vitrine_bench` database on (it is
  * dropped and made again); unset: the embedded PostgreSQL under DATA_DIR.
- * BENCH_SECONDS (default 10): the length of each measurement.
+ * BENCH_SECONDS (default 10, a whole number): the length of each measurement.
+ *
+ * Exits non-zero when a measurement fails (the load tool fails or measures
+ * nothing) or when any request of a measurement failed: its numbers would
+ * describe failures, not the service.
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -19,7 +23,9 @@ import { createLogger } from '../src/log'
 
 const ROOT = join(import.meta.dir, '..')
 const CONNECTIONS = 32
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const SECONDS = readSeconds(process.env.BENCH_SECONDS)
+/** The alternating hook runs take half as long each; load tools take whole seconds. */
+const HALF = Math.ceil(SECONDS / 2)
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 const log = createLogger('warn')
 
@@ -53,6 +59,8 @@ interface Server {
 }
 /** The services started; the `finally` below stops them. */
 const servers: ReturnType<typeof Bun.spawn>[] = []
+/** Measurements in which requests failed: reported, then the run exits 1. */
+const failedRequests: string[] = []
 try {
   console.log('Building vitrine_bench: 100 000 entries …')
   const started = performance.now()
@@ -75,6 +83,7 @@ try {
     await load(tool, lean.base + benchCase.path, 2) // warm up
     resetPeakRss(lean.pid)
     const service = await load(tool, lean.base + benchCase.path, SECONDS)
+    noteFailedRequests(benchCase.name, service)
     const rss = peakRssMb(lean.pid)
     const ceiling = await ceilingOf(sql, benchCase)
     rows.push(
@@ -96,8 +105,8 @@ try {
   await load(tool, hooked.base + hookPath, 2)
   const runs: { lean: Measure[]; hooked: Measure[] } = { lean: [], hooked: [] }
   for (let round = 0; round < 3; round++) {
-    runs.lean.push(await load(tool, lean.base + hookPath, SECONDS / 2))
-    runs.hooked.push(await load(tool, hooked.base + hookPath, SECONDS / 2))
+    runs.lean.push(noteFailedRequests('no callback', await load(tool, lean.base + hookPath, HALF)))
+    runs.hooked.push(noteFailedRequests('one trivial callback', await load(tool, hooked.base + hookPath, HALF)))
   }
   const median = (measures: Measure[], key: keyof Measure) => measures.map((m) => m[key]).sort((a, b) => a - b)[1]
   const statement = (withModel: boolean): Case => ({
@@ -125,6 +134,24 @@ try {
   await stopServers()
   await admin.end()
   await target.embedded?.stop()
+}
+if (failedRequests.length) {
+  console.error(`Requests failed, so these numbers measure failures too:\n${failedRequests.join('\n')}`)
+  process.exit(1)
+}
+
+function readSeconds(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return 10
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) {
+    console.error(`bench: BENCH_SECONDS must be a whole number of seconds, at least 1, not "${text}".`)
+    process.exit(2)
+  }
+  return Number(text)
+}
+
+function noteFailedRequests(name: string, measure: Measure): Measure {
+  if (measure.errors > 0) failedRequests.push(`  ${name}: ${measure.errors} failed requests`)
+  return measure
 }
 
 /** Starts the service on the bench database with the extensions of `extensionsDir`. */
@@ -165,23 +192,40 @@ async function explainPlans(sql: Sql) {
   console.log()
 }
 
+/** Drives `url` for `seconds` (whole: wrk refuses "0.5s" and measures nothing). Throws when the tool fails or measures nothing. */
 async function load(tool: string, url: string, seconds: number): Promise<Measure> {
-  if (tool === 'wrk') {
-    const run = Bun.spawn(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', url], { stdout: 'pipe' })
-    const text = await new Response(run.stdout).text()
-    const ms = (label: string) => {
-      const match = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(text)
-      if (!match) return NaN
-      return Number(match[1]) * (match[2] === 'us' ? 0.001 : match[2] === 's' ? 1000 : 1)
-    }
-    const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0)
-    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text)
-    const socketErrors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
-    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? 0), p50: ms('50'), p99: ms('99'), errors: non2xx + socketErrors }
+  const command =
+    tool === 'wrk'
+      ? ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', url]
+      : ['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '--json', url]
+  const run = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
+  const [text, errors, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+  const measure = code === 0 ? (tool === 'wrk' ? readWrk(text) : readAutocannon(text)) : undefined
+  if (!measure || !(measure.rps > 0) || !Number.isFinite(measure.p50) || !Number.isFinite(measure.p99)) {
+    throw new Error(`${tool} failed on ${url} (exit ${code}):\n${text}${errors}`)
   }
-  const run = Bun.spawn(['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '--json', url], { stdout: 'pipe', stderr: 'ignore' })
-  const result = JSON.parse(await new Response(run.stdout).text())
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx + result.timeouts }
+  return measure
+}
+
+function readWrk(text: string): Measure {
+  const ms = (label: string) => {
+    const match = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(text)
+    if (!match) return NaN
+    return Number(match[1]) * (match[2] === 'us' ? 0.001 : match[2] === 's' ? 1000 : 1)
+  }
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0)
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text)
+  const socketErrors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN), p50: ms('50'), p99: ms('99'), errors: non2xx + socketErrors }
+}
+
+function readAutocannon(text: string): Measure | undefined {
+  try {
+    const result = JSON.parse(text)
+    return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx + result.timeouts }
+  } catch {
+    return undefined
+  }
 }
 
 /** The same statement, sent by CONNECTIONS concurrent loops for SECONDS: statements a second. */
