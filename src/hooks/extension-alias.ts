@@ -2,7 +2,7 @@ import { plugin } from 'bun'
 import { join } from 'node:path'
 
 /** The one import path extensions use for their types and `defineExtension`. */
-export const EXTENSION_MODULE = '#vitrine/extension'
+const EXTENSION_MODULE = '#vitrine/extension'
 
 const EXTENSION_FILE = join(import.meta.dir, 'extension.ts')
 let provided = false
