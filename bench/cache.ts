@@ -14,22 +14,15 @@ import { connectDatabase } from '../src/db/connect'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { percentile } from '../test/support/correlated-load'
+import { CONNECTIONS, load, readSeconds } from './load'
 
 const ROOT = join(import.meta.dir, '..')
-const CONNECTIONS = 32
-const SECONDS = readSeconds()
+const SECONDS = readSeconds(process.env.BENCH_SECONDS)
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 const target = await resolveDatabase(config, createLogger('warn'))
 const benchUrl = Object.assign(new URL(target.url), { pathname: '/vitrine_bench' }).toString()
 const writer = connectDatabase(benchUrl, { max: 1 })
 const children: ReturnType<typeof Bun.spawn>[] = []
-
-interface Measure {
-  rps: number
-  p50: number
-  p99: number
-  errors: number
-}
 
 try {
   const [{ entries }] = await writer<{ entries: number }[]>`select count(*)::int as entries from entries`.catch(() => [{ entries: 0 }])
@@ -147,35 +140,7 @@ async function fixedBodyServer(body: Uint8Array): Promise<{ url: string; stop():
   return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill('SIGTERM') }
 }
 
-async function load(tool: string, url: string, seconds: number, headers: Record<string, string> = {}): Promise<Measure> {
-  const headerArgs = Object.entries(headers).flatMap(([name, value]) => (tool === 'wrk' ? ['-H', `${name}: ${value}`] : ['-H', `${name}=${value}`]))
-  if (tool === 'wrk') {
-    const run = Bun.spawn(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', ...headerArgs, url], { stdout: 'pipe' })
-    const text = await new Response(run.stdout).text()
-    if ((await run.exited) !== 0) throw new Error(`wrk failed:\n${text}`)
-    const ms = (label: string) => {
-      const match = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(text)
-      return match ? Number(match[1]) * (match[2] === 'us' ? 0.001 : match[2] === 's' ? 1000 : 1) : NaN
-    }
-    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text)
-    const errors = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0) + (socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0)
-    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? 0), p50: ms('50'), p99: ms('99'), errors }
-  }
-  const run = Bun.spawn(['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '--json', ...headerArgs, url], { stdout: 'pipe', stderr: 'ignore' })
-  const result = JSON.parse(await new Response(run.stdout).text())
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts }
-}
-
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024)
-}
-
-function readSeconds(): number {
-  const text = process.env.BENCH_SECONDS ?? '10'
-  if (!/^\d+$/.test(text) || Number(text) < 1) {
-    console.error(`bench: BENCH_SECONDS must be a whole number of seconds, 1 or more, not "${text}".`)
-    process.exit(2)
-  }
-  return Number(text)
 }

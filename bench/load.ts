@@ -1,0 +1,61 @@
+/**
+ * What both halves of `bun run bench` drive a service with: wrk when it is
+ * installed, else autocannon, at CONNECTIONS connections, and BENCH_SECONDS.
+ */
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '..')
+export const CONNECTIONS = 32
+
+export interface Measure {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+}
+
+/** BENCH_SECONDS: a whole number of seconds, at least 1 (default 10); anything else exits 2. */
+export function readSeconds(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return 10
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) {
+    console.error(`bench: BENCH_SECONDS must be a whole number of seconds, at least 1, not "${text}".`)
+    process.exit(2)
+  }
+  return Number(text)
+}
+
+/** Drives `url` for `seconds` (whole: wrk refuses "0.5s" and measures nothing). Throws when the tool fails or measures nothing. */
+export async function load(tool: string, url: string, seconds: number, headers: Record<string, string> = {}): Promise<Measure> {
+  const command =
+    tool === 'wrk'
+      ? ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]), url]
+      : ['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '--json', ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]), url]
+  const run = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
+  const [text, errors, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+  const measure = code === 0 ? (tool === 'wrk' ? readWrk(text) : readAutocannon(text)) : undefined
+  if (!measure || !(measure.rps > 0) || !Number.isFinite(measure.p50) || !Number.isFinite(measure.p99)) {
+    throw new Error(`${tool} failed on ${url} (exit ${code}):\n${text}${errors}`)
+  }
+  return measure
+}
+
+function readWrk(text: string): Measure {
+  const ms = (label: string) => {
+    const match = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(text)
+    if (!match) return NaN
+    return Number(match[1]) * (match[2] === 'us' ? 0.001 : match[2] === 's' ? 1000 : 1)
+  }
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0)
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text)
+  const socketErrors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN), p50: ms('50'), p99: ms('99'), errors: non2xx + socketErrors }
+}
+
+function readAutocannon(text: string): Measure | undefined {
+  try {
+    const result = JSON.parse(text)
+    return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx + result.timeouts }
+  } catch {
+    return undefined
+  }
+}
