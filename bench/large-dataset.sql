@@ -1,6 +1,11 @@
--- The benchmark's data set: 100 000 entries over 3 content types and 3
+-- The benchmark's data set: `:entries` entries over 3 content types and 3
 -- languages with gaps, authors, images with and without variants, 1–5 terms
 -- each; drafts, scheduled and embargoed entries; ties in published_at.
+-- `:entries` is the number of entries: bench/dataset.ts puts it in before
+-- sending (psql reads the same file with `-v entries=100000`).
+-- About 10% of the entries are embargoed (published, with a publication time
+-- up to a year ahead, almost all distinct): the live filter (C1) has to skip
+-- them in list order. 2% are published with no publication time at all.
 insert into languages (code, name) values ('fr', 'Français'), ('de', 'Deutsch') on conflict (code) do nothing;
 insert into content_types (slug, name) values ('recipe', 'Recipe') on conflict (slug) do nothing;
 
@@ -22,14 +27,15 @@ select
   (select id from content_types where slug = case when g % 10 < 6 then 'post' when g % 10 < 8 then 'page' else 'recipe' end),
   case when g % 20 = 0 then 'draft' when g % 20 = 1 then 'scheduled' else 'published' end,
   case
+    -- 9 shares no factor with 10 or 20: embargoed entries fall in every type, 1/9 of 90% published.
+    when g % 9 = 4 then now() + interval '1 second' * (1 + (g::bigint * 7919) % 31536000)
     when g % 50 = 2 then null
-    when g % 50 = 3 then now() + interval '1 hour' * (g % 30 + 1)
     else now() - interval '1 minute' * (g / 3)
   end,
   now() - interval '1 minute' * (g / 3) - interval '1 day',
   case when g % 7 = 0 then null else g % 50 + 1 end,
   case when g % 4 = 0 then null else g % 2000 + 1 end
-from generate_series(1, 100000) g;
+from generate_series(1, :entries) g;
 
 insert into entry_translations (entry_id, language_code, title, slug, excerpt, meta_title, meta_description, body)
 select e.id, l.code,

@@ -12,7 +12,7 @@
  * nothing) or when any request of a measurement failed: its numbers would
  * describe failures, not the service.
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
 import { connectDatabase, type Sql } from '../src/db/connect'
@@ -20,6 +20,7 @@ import { migrate } from '../src/db/migrate'
 import { resolveDatabase } from '../src/db/open'
 import { findStatement, listStatement } from '../src/content/queries'
 import { createLogger } from '../src/log'
+import { datasetSql } from './dataset'
 import { CONNECTIONS, load, readSeconds, type Measure } from './load'
 
 const ROOT = join(import.meta.dir, '..')
@@ -62,7 +63,7 @@ try {
   await admin.unsafe('create database vitrine_bench')
   const sql = connectDatabase(benchUrl, { max: config.databasePoolMax })
   await migrate(sql)
-  await sql.unsafe(await readFile(join(import.meta.dir, 'large-dataset.sql'), 'utf8'))
+  await sql.unsafe(await datasetSql(100_000))
   await sql.unsafe('vacuum analyze')
   console.log(`Built in ${((performance.now() - started) / 1000).toFixed(1)} s.\n`)
 
