@@ -1,0 +1,490 @@
+/**
+ * `bun run bench:sizes`, the third part of `bun run bench`: how list pages and
+ * single entries hold up as the content grows. For each size it builds (or
+ * reuses) a database of that many entries from bench/large-dataset.sql (about
+ * 10% embargoed, 2% undated), prints the planning and execution times of the
+ * list statement at page 1 and at the last page (`EXPLAIN (ANALYZE, BUFFERS)`,
+ * median of 5), starts the service with CACHE=off and no extensions, and
+ * drives four cases on type `post` over real HTTP (wrk when installed, else
+ * autocannon, 32 connections, after a 2 s warm-up each):
+ *   list page 1           /api/v1/content/post
+ *   last page by page     ?page=<meta.last_page>
+ *   last page by cursor   the `rel="next"` link of the page before the last
+ *                         (n/a while the service sends no such Link header)
+ *   slug                  /api/v1/content/post/<a slug from page 1>
+ * It ends with requests a second per size, the ratio of the largest size to
+ * the smallest, and the targets: page 1 and the cursor page at the largest
+ * size ≥ 0.8 of their throughput at the smallest. All of it is also written
+ * to bench/sizes-last-run.md.
+ *
+ * BENCH_SIZES (default 10000,100000,1000000): numbers of entries, comma-
+ * separated, each a whole number ≥ 1000. Each size has its own database,
+ * `vitrine_bench_<size>`, kept between runs: it is rebuilt only when its
+ * fingerprint (the data set's text, the size, the migration files) changed,
+ * because 1 000 000 entries take minutes to build. Time moves on in a kept
+ * database: embargoed entries go live as their day comes (about 1/365 of
+ * them a day).
+ * BENCH_SECONDS (default 10, a whole number): the length of each measurement.
+ * BENCH_BASELINE (unset): the path of another checkout of this repository,
+ * with its own node_modules (e.g. the code before a change). Its service runs
+ * beside this one on the same database; every case alternates the two, 3
+ * rounds of ceil(BENCH_SECONDS / 2) s each, and reports the medians and the
+ * ratio current ÷ baseline. A case the baseline cannot answer is n/a for it.
+ * DATABASE_URL: the server to make the databases on; unset: the embedded
+ * PostgreSQL under DATA_DIR.
+ *
+ * Exits 2 on a bad setting; non-zero when a measurement fails or any request
+ * of one failed: its numbers would describe failures, not the service.
+ */
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { loadConfig } from '../src/config'
+import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
+import { migrate } from '../src/db/migrate'
+import { resolveDatabase } from '../src/db/open'
+import { createLogger } from '../src/log'
+import { datasetSql } from './dataset'
+import { findLink } from './link-header'
+import { CONNECTIONS, load, readSeconds, type Measure } from './load'
+
+const ROOT = join(import.meta.dir, '..')
+const SIZES = readSizes(process.env.BENCH_SIZES)
+const SECONDS = readSeconds(process.env.BENCH_SECONDS)
+/** Alternating runs take half as long each; load tools take whole seconds. */
+const HALF = Math.ceil(SECONDS / 2)
+const BASELINE = readBaseline(process.env.BENCH_BASELINE)
+const WARM_UP_SECONDS = 2
+const EXPLAIN_RUNS = 5
+const LIST_PATH = '/api/v1/content/post'
+const CASES = ['list page 1', 'last page by page', 'last page by cursor', 'slug'] as const
+
+type CaseName = (typeof CASES)[number]
+type Checkout = 'current' | 'baseline'
+/** A measured URL, or why a case has none. */
+type Target = { path: string } | { missing: string }
+interface Timing {
+  planningMs: number
+  executionMs: number
+}
+interface SizeResult {
+  size: number
+  rps: Record<CaseName, Partial<Record<Checkout, number>>>
+}
+
+const CHECKOUTS: Checkout[] = BASELINE ? ['current', 'baseline'] : ['current']
+const DIRECTORIES: Record<Checkout, string> = { current: ROOT, baseline: BASELINE ?? '' }
+const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+const target = await resolveDatabase(config, createLogger('warn'))
+const admin = connectDatabase(target.url, { max: 1 })
+/** What the `finally` below stops and closes, whatever failed. */
+const services: ReturnType<typeof Bun.spawn>[] = []
+const pools: Sql[] = []
+/** Measurements in which requests failed: reported, then the run exits 1. */
+const failedRequests: string[] = []
+
+try {
+  const listStatements = { current: await importListStatement(ROOT), baseline: BASELINE ? await importListStatement(BASELINE) : undefined }
+  const header = [
+    `# Size benchmark, ${new Date().toISOString().slice(0, 16)}Z`,
+    '',
+    `${tool}, ${CONNECTIONS} connections, CACHE=off, ` +
+      (BASELINE
+        ? `each case: ${WARM_UP_SECONDS} s warm-up, then current and baseline alternating, 3 rounds of ${HALF} s, medians.`
+        : `each case: ${WARM_UP_SECONDS} s warm-up, then ${SECONDS} s.`),
+    `current: ${ROOT} (${commitOf(ROOT)})` + (BASELINE ? `; baseline: ${BASELINE} (${commitOf(BASELINE)})` : ''),
+    `database: ${target.embedded ? 'embedded PostgreSQL' : 'DATABASE_URL'}, ${(await admin<{ version: string }[]>`select version()`)[0].version.split(' on ')[0]}.`,
+  ].join('\n')
+  console.log(`${header}\n`)
+  const sections: string[] = []
+  const results: SizeResult[] = []
+  for (const size of SIZES) {
+    const { section, result } = await benchSize(size, listStatements)
+    console.log(`\n${section}\n`)
+    sections.push(section)
+    results.push(result)
+  }
+  const summary = summarize(results)
+  console.log(summary)
+  await writeFile(join(ROOT, 'bench', 'sizes-last-run.md'), [header, ...sections, summary].join('\n\n') + '\n')
+} finally {
+  await stopServices()
+  await Promise.all(pools.map((pool) => pool.end()))
+  await admin.end()
+  await target.embedded?.stop()
+}
+if (failedRequests.length) {
+  console.error(`Requests failed, so these numbers measure failures too:\n${failedRequests.join('\n')}`)
+  process.exit(1)
+}
+
+/** One size: its database, the EXPLAIN timings, the four cases on each checkout. */
+async function benchSize(size: number, listStatements: Record<Checkout, ListStatement | string | undefined>) {
+  const database = await ensureDatabase(size)
+  const pool = openReadPool(database.url, config)
+  pools.push(pool)
+  const bases: Partial<Record<Checkout, string>> = {}
+  for (const checkout of CHECKOUTS) bases[checkout] = await startService(DIRECTORIES[checkout], database.url)
+
+  const first = await fetch(bases.current + LIST_PATH)
+  if (first.status !== 200) throw new Error(`${LIST_PATH} answered ${first.status} on vitrine_bench_${size}.`)
+  const page = (await first.json()) as { data: { slug: string | null }[]; meta: { last_page: number; per_page: number; total: number } }
+  const { last_page: lastPage, per_page: perPage, total } = page.meta
+  // An entry without a translation in the default language has no slug.
+  const slug = page.data.find((item) => item.slug !== null)?.slug
+  const notes: string[] = []
+  const targets = {} as Record<CaseName, Partial<Record<Checkout, Target>>>
+  for (const name of CASES) targets[name] = {}
+  for (const checkout of CHECKOUTS) {
+    const base = bases[checkout]!
+    const paths: Record<CaseName, Target> = {
+      'list page 1': { path: LIST_PATH },
+      'last page by page': { path: `${LIST_PATH}?page=${lastPage}` },
+      'last page by cursor': await cursorTarget(base, lastPage),
+      slug: slug ? { path: `${LIST_PATH}/${encodeURIComponent(slug)}` } : { missing: 'no entry of page 1 has a slug' },
+    }
+    for (const name of CASES) targets[name][checkout] = await checkAnswers(base, paths[name], checkout)
+    const cursor = targets['last page by cursor'][checkout]!
+    if ('path' in cursor && !(await sameEntries(base, cursor.path, `${LIST_PATH}?page=${lastPage}`))) {
+      notes.push(`${checkout}: the cursor page does not hold the same entries as page=${lastPage}.`)
+    }
+  }
+
+  const explained = {} as Record<Checkout, Record<string, Timing | string>>
+  const statements = [
+    { name: 'list page 1', limit: perPage, offset: 0 },
+    { name: `last page (offset ${(lastPage - 1) * perPage})`, limit: perPage, offset: (lastPage - 1) * perPage },
+  ]
+  for (const checkout of CHECKOUTS) explained[checkout] = await explainTimes(pool, listStatements[checkout]!, statements)
+
+  const rows: string[] = []
+  const result: SizeResult = { size, rps: {} as SizeResult['rps'] }
+  for (const name of CASES) {
+    console.log(`${label(size)}: ${name} …`)
+    const measures = await measureCase(`${label(size)} ${name}`, bases, targets[name])
+    result.rps[name] = Object.fromEntries(Object.entries(measures).map(([checkout, measure]) => [checkout, measure.rps]))
+    for (const checkout of CHECKOUTS) {
+      const caseTarget = targets[name][checkout]!
+      if ('missing' in caseTarget) notes.push(`${checkout}, ${name}: n/a, ${caseTarget.missing}.`)
+    }
+    const current = targets[name].current!
+    const url = 'path' in current ? `\`${current.path}\`` : 'n/a'
+    const { current: a, baseline: b } = measures
+    const errors = a || b ? String((a?.errors ?? 0) + (b?.errors ?? 0)) : 'n/a'
+    rows.push(
+      BASELINE
+        ? `| ${name} | ${url} | ${rps(a)} | ${rps(b)} | ${ratio(a?.rps, b?.rps)} | ${ms(a?.p99)} | ${ms(b?.p99)} | ${errors} |`
+        : `| ${name} | ${url} | ${rps(a)} | ${ms(a?.p50)} | ${ms(a?.p99)} | ${errors} |`,
+    )
+  }
+  await stopServices()
+
+  const timing = (value: Timing | string | undefined, key: keyof Timing) => (typeof value === 'object' ? value[key].toFixed(2) : 'n/a')
+  for (const checkout of CHECKOUTS) {
+    for (const [statement, value] of Object.entries(explained[checkout])) {
+      if (typeof value === 'string') notes.push(`${checkout}, EXPLAIN ${statement}: n/a, ${value}.`)
+    }
+  }
+  const section = [
+    `## ${label(size)} entries`,
+    '',
+    `\`vitrine_bench_${size}\` (${database.how}, ${(database.bytes / 1024 ** 2).toFixed(0)} MB): ${total} live posts, ${perPage} a page, last page ${lastPage}.`,
+    '',
+    ...(BASELINE
+      ? [
+          '| case | URL | current req/s | baseline req/s | current ÷ baseline | current p99 ms | baseline p99 ms | errors |',
+          '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+        ]
+      : ['| case | URL | req/s | p50 ms | p99 ms | errors |', '| --- | --- | ---: | ---: | ---: | ---: |']),
+    ...rows,
+    '',
+    BASELINE
+      ? `| EXPLAIN (ANALYZE, BUFFERS), median of ${EXPLAIN_RUNS} | current planning ms | current execution ms | baseline planning ms | baseline execution ms |\n| --- | ---: | ---: | ---: | ---: |`
+      : `| EXPLAIN (ANALYZE, BUFFERS), median of ${EXPLAIN_RUNS} | planning ms | execution ms |\n| --- | ---: | ---: |`,
+    ...statements.map(
+      ({ name }) => `| ${name} | ${CHECKOUTS.map((checkout) => `${timing(explained[checkout][name], 'planningMs')} | ${timing(explained[checkout][name], 'executionMs')}`).join(' | ')} |`,
+    ),
+    ...(notes.length ? ['', ...notes.map((note) => `- ${note}`)] : []),
+  ].join('\n')
+  return { section, result }
+}
+
+/**
+ * The database of `size` entries, built only when its fingerprint differs from
+ * the one recorded on it: building a million entries takes minutes.
+ */
+async function ensureDatabase(size: number): Promise<{ url: string; how: string; bytes: number }> {
+  const name = `vitrine_bench_${size}`
+  const url = Object.assign(new URL(target.url), { pathname: `/${name}` }).toString()
+  const dataset = await datasetSql(size)
+  const fingerprint = await fingerprintOf(dataset, size)
+  const [found] = await admin<{ comment: string | null }[]>`
+    select shobj_description(oid, 'pg_database') as comment
+    from pg_database
+    where datname = ${name}
+  `
+  let how = 'reused: its fingerprint matches'
+  if (found?.comment !== fingerprint) {
+    console.log(`Building ${name} (${found ? 'its fingerprint differs' : 'new'}) …`)
+    const started = performance.now()
+    // Trusted text here and below: the name is made of a whole number, the fingerprint of hex digits.
+    await admin.unsafe(`drop database if exists ${name} with (force)`)
+    await admin.unsafe(`create database ${name}`)
+    const sql = connectDatabase(url, { max: 1 })
+    try {
+      await migrate(sql)
+      await sql.unsafe(dataset)
+      await sql.unsafe('vacuum analyze')
+    } finally {
+      await sql.end()
+    }
+    // Recorded last: a build cut short has none, so the next run builds again.
+    await admin.unsafe(`comment on database ${name} is '${fingerprint}'`)
+    how = `built in ${((performance.now() - started) / 1000).toFixed(0)} s`
+    console.log(`Built ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s.`)
+  }
+  const [{ bytes }] = await admin<{ bytes: number }[]>`select pg_database_size(${name}) as bytes`
+  return { url, how, bytes }
+}
+
+/** What a database's content follows from: the data set (its size in it), the size, and every migration file, names and texts. */
+async function fingerprintOf(dataset: string, size: number): Promise<string> {
+  const hash = createHash('sha256').update(dataset).update(`\0${size}\0`)
+  const directory = join(ROOT, 'sql', 'migrations')
+  for (const file of (await readdir(directory)).sort()) {
+    hash.update(`${file}\0`).update(await readFile(join(directory, file))).update('\0')
+  }
+  return `vitrine-bench ${hash.digest('hex')}`
+}
+
+/** The `rel="next"` link of the page before the last: a cursor (`after=`) pointing at the last page. */
+async function cursorTarget(base: string, lastPage: number): Promise<Target> {
+  const before = Math.max(1, lastPage - 1)
+  const response = await fetch(`${base}${LIST_PATH}?page=${before}`)
+  await response.arrayBuffer()
+  if (response.status !== 200) return { missing: `page=${before} answered ${response.status}` }
+  const next = findLink(response.headers.get('link'), 'next', base)
+  if (!next) return { missing: response.headers.has('link') ? `no rel="next" in the Link header of page=${before}` : `no Link header on page=${before}` }
+  if (!next.searchParams.has('after')) return { missing: `the next link of page=${before} is no cursor: ${next.pathname}${next.search}` }
+  // The link names the service's public origin; the path is what counts.
+  return { path: next.pathname + next.search }
+}
+
+/** Every measured URL answers 200: the current checkout must; for the baseline, a case it cannot answer is n/a. */
+async function checkAnswers(base: string, caseTarget: Target, checkout: Checkout): Promise<Target> {
+  if ('missing' in caseTarget) return caseTarget
+  const response = await fetch(base + caseTarget.path)
+  const body = await response.text()
+  if (response.status === 200) return caseTarget
+  if (checkout === 'baseline') return { missing: `${caseTarget.path} answered ${response.status}` }
+  throw new Error(`${caseTarget.path} answered ${response.status}, not 200: ${body.slice(0, 300)}`)
+}
+
+async function sameEntries(base: string, path: string, otherPath: string): Promise<boolean> {
+  const ids = async (url: string) => ((await (await fetch(url)).json()) as { data: { id: number }[] }).data.map((item) => item.id).join(',')
+  return (await ids(base + path)) === (await ids(base + otherPath))
+}
+
+/** One case on each checkout that has it: alone, SECONDS; beside a baseline, 3 alternating rounds of HALF and their medians. */
+async function measureCase(name: string, bases: Partial<Record<Checkout, string>>, targets: Partial<Record<Checkout, Target>>) {
+  const urls: [Checkout, string][] = []
+  for (const checkout of CHECKOUTS) {
+    const caseTarget = targets[checkout]!
+    if ('path' in caseTarget) urls.push([checkout, bases[checkout] + caseTarget.path])
+  }
+  for (const [, url] of urls) await load(tool, url, WARM_UP_SECONDS)
+  const runs = new Map<Checkout, Measure[]>(urls.map(([checkout]) => [checkout, []]))
+  for (let round = 0; round < (BASELINE ? 3 : 1); round++) {
+    for (const [checkout, url] of urls) {
+      const measure = await load(tool, url, BASELINE ? HALF : SECONDS)
+      if (measure.errors > 0) failedRequests.push(`  ${name}, ${checkout}: ${measure.errors} failed requests`)
+      runs.get(checkout)!.push(measure)
+    }
+  }
+  const measures: Partial<Record<Checkout, Measure>> = {}
+  for (const [checkout, list] of runs) {
+    measures[checkout] = {
+      rps: median(list.map((m) => m.rps)),
+      p50: median(list.map((m) => m.p50)),
+      p99: median(list.map((m) => m.p99)),
+      errors: list.reduce((sum, m) => sum + m.errors, 0),
+    }
+  }
+  return measures
+}
+
+type ListStatement = (sql: Sql, options: { type: string; lang: string | undefined; limit: number; offset: number }) => unknown
+
+/** The checkout's `listStatement` (src/content/queries.ts), or why it cannot be had: its EXPLAIN is then n/a. */
+async function importListStatement(directory: string): Promise<ListStatement | string> {
+  try {
+    const { listStatement } = await import(join(directory, 'src', 'content', 'queries.ts'))
+    return typeof listStatement === 'function' ? listStatement : 'src/content/queries.ts exports no listStatement function'
+  } catch (error) {
+    return `src/content/queries.ts did not load: ${(error as Error).message}`
+  }
+}
+
+/**
+ * Median planning and execution times of each statement over EXPLAIN_RUNS runs of
+ * `explain (analyze, buffers)`, through the service's own kind of pool. A statement
+ * that cannot be made or explained (listStatement changed) gets the reason instead.
+ */
+async function explainTimes(pool: Sql, listStatement: ListStatement | string, statements: { name: string; limit: number; offset: number }[]) {
+  const times: Record<string, Timing | string> = {}
+  for (const { name, limit, offset } of statements) {
+    if (typeof listStatement === 'string') {
+      times[name] = listStatement
+      continue
+    }
+    try {
+      const runs: Timing[] = []
+      for (let run = 0; run < EXPLAIN_RUNS; run++) {
+        const statement = listStatement(pool, { type: 'post', lang: undefined, limit, offset })
+        const rows = await pool`explain (analyze, buffers, format text) ${statement as never}`
+        const plan = rows.map((row) => row['QUERY PLAN'] as string).join('\n')
+        runs.push({ planningMs: Number(/Planning Time: ([\d.]+) ms/.exec(plan)?.[1]), executionMs: Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1]) })
+      }
+      times[name] = { planningMs: median(runs.map((r) => r.planningMs)), executionMs: median(runs.map((r) => r.executionMs)) }
+    } catch (error) {
+      times[name] = `listStatement could not be explained: ${(error as Error).message.split('\n')[0]}`
+    }
+  }
+  return times
+}
+
+/** Requests a second per case and size, the ratio of the largest size to the smallest, and the targets. */
+function summarize(results: SizeResult[]): string {
+  const smallest = results[0]
+  const largest = results.at(-1)!
+  const spread = `${label(largest.size)} ÷ ${label(smallest.size)}`
+  const growth = (name: CaseName, checkout: Checkout) => (results.length > 1 ? ratio(largest.rps[name][checkout], smallest.rps[name][checkout]) : 'n/a')
+  const header = BASELINE
+    ? [
+        `| case | ${results.map((r) => `${label(r.size)} current | ${label(r.size)} baseline | ${label(r.size)} ratio`).join(' | ')} | ${spread} current | ${spread} baseline |`,
+        `| --- | ${results.map(() => '---: | ---: | ---:').join(' | ')} | ---: | ---: |`,
+      ]
+    : [`| case | ${results.map((r) => label(r.size)).join(' | ')} | ${spread} |`, `| --- | ${results.map(() => '---:').join(' | ')} | ---: |`]
+  const rows = CASES.map((name) =>
+    BASELINE
+      ? `| ${name} | ${results.map((r) => `${count(r.rps[name].current)} | ${count(r.rps[name].baseline)} | ${ratio(r.rps[name].current, r.rps[name].baseline)}`).join(' | ')} | ${growth(name, 'current')} | ${growth(name, 'baseline')} |`
+      : `| ${name} | ${results.map((r) => count(r.rps[name].current)).join(' | ')} | ${growth(name, 'current')} |`,
+  )
+  const verdict = (value: string, floor: number) => (value === 'n/a' ? 'n/a' : `${Number(value) >= floor ? 'met' : 'missed'} (${value})`)
+  const targets = [
+    `Targets: page 1 at largest ÷ smallest ≥ 0.8: ${verdict(growth('list page 1', 'current'), 0.8)}; cursor last page ≥ 0.8: ${verdict(growth('last page by cursor', 'current'), 0.8)}.`,
+  ]
+  if (BASELINE) {
+    const at30k = results.find((r) => r.size === 30_000)
+    targets.push(
+      `Uncached list page 1 at 30k ≥ 1.5 × baseline: ${at30k ? verdict(ratio(at30k.rps['list page 1'].current, at30k.rps['list page 1'].baseline), 1.5) : 'n/a (30000 is not in BENCH_SIZES)'}.`,
+    )
+  }
+  return ['## Requests a second by size', '', ...header, ...rows, '', ...targets].join('\n')
+}
+
+/** The services of one size, stopped before the next size (and by the `finally`). */
+async function startService(directory: string, databaseUrl: string): Promise<string> {
+  const port = freePort()
+  const service = Bun.spawn(['bun', 'src/main.ts'], {
+    cwd: directory,
+    // CACHE=off: each request runs its statement; bench/cache.ts measures the cache.
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      EXTENSIONS_DIR: join(ROOT, 'bench', 'no-extensions'),
+      CACHE: 'off',
+    },
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
+  services.push(service)
+  const base = `http://127.0.0.1:${port}`
+  await waitForHealth(base, service, directory)
+  return base
+}
+
+async function stopServices() {
+  const stopping = services.splice(0)
+  for (const service of stopping) service.kill('SIGTERM')
+  await Promise.all(stopping.map((service) => service.exited))
+}
+
+async function waitForHealth(base: string, service: ReturnType<typeof Bun.spawn>, directory: string) {
+  for (let i = 0; i < 300; i++) {
+    // A checkout whose service cannot start (a missing dependency, a bad setting) says so at once, not after the wait.
+    if (service.exitCode !== null) throw new Error(`The service of ${directory} exited (code ${service.exitCode}) before it served.`)
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return
+    } catch {}
+    await Bun.sleep(100)
+  }
+  throw new Error(`The service at ${base} did not come up.`)
+}
+
+/** A port free right now: the operating system picks it. */
+function freePort(): number {
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = server.port!
+  server.stop(true)
+  return port
+}
+
+function commitOf(directory: string): string {
+  const run = Bun.spawnSync(['git', 'rev-parse', '--short', 'HEAD'], { cwd: directory })
+  return run.success ? run.stdout.toString().trim() : 'no git commit'
+}
+
+/** BENCH_SIZES: comma-separated whole numbers, each at least 1000 (default 10000,100000,1000000); anything else exits 2. */
+function readSizes(text: string | undefined): number[] {
+  if (text === undefined || text.trim() === '') return [10_000, 100_000, 1_000_000]
+  const parts = text.split(',').map((part) => part.trim())
+  if (!parts.every((part) => /^\d+$/.test(part) && Number(part) >= 1000 && Number.isSafeInteger(Number(part)))) {
+    console.error(`bench: BENCH_SIZES must be comma-separated whole numbers of entries, each at least 1000, not "${text}".`)
+    process.exit(2)
+  }
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b)
+}
+
+/** BENCH_BASELINE: unset, or a checkout of this repository (src/main.ts in it); anything else exits 2. */
+function readBaseline(text: string | undefined): string | undefined {
+  if (text === undefined || text.trim() === '') return undefined
+  const directory = resolve(text.trim())
+  if (!existsSync(join(directory, 'src', 'main.ts')) || !existsSync(join(directory, 'node_modules'))) {
+    console.error(`bench: BENCH_BASELINE must be a checkout of this repository with src/main.ts and node_modules, not "${text}".`)
+    process.exit(2)
+  }
+  return directory
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/** 10k, 100k, 1M, 1.5M, 25k … */
+function label(size: number): string {
+  return size >= 1_000_000 ? `${size / 1_000_000}M` : `${size / 1000}k`
+}
+
+function count(value: number | undefined): string {
+  return value === undefined ? 'n/a' : value.toFixed(0)
+}
+
+function rps(measure: Measure | undefined): string {
+  return count(measure?.rps)
+}
+
+function ms(value: number | undefined): string {
+  return value === undefined ? 'n/a' : value.toFixed(1)
+}
+
+function ratio(a: number | undefined, b: number | undefined): string {
+  return a === undefined || b === undefined ? 'n/a' : (a / b).toFixed(2)
+}
