@@ -79,7 +79,7 @@ const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
 const target = await resolveDatabase(config, createLogger('warn'))
 const admin = connectDatabase(target.url, { max: 1 })
-/** What the `finally` below stops and closes, whatever failed. */
+/** What release() stops and closes after each size, and the `finally` below whatever failed. */
 const services: ReturnType<typeof Bun.spawn>[] = []
 const pools: Sql[] = []
 /** Measurements in which requests failed: reported, then the run exits 1. */
@@ -110,8 +110,7 @@ try {
   console.log(summary)
   await writeFile(join(ROOT, 'bench', 'sizes-last-run.md'), [header, ...sections, summary].join('\n\n') + '\n')
 } finally {
-  await stopServices()
-  await Promise.all(pools.map((pool) => pool.end()))
+  await release()
   await admin.end()
   await target.embedded?.stop()
 }
@@ -179,7 +178,7 @@ async function benchSize(size: number, listStatements: Record<Checkout, ListStat
         : `| ${name} | ${url} | ${rps(a)} | ${ms(a?.p50)} | ${ms(a?.p99)} | ${errors} |`,
     )
   }
-  await stopServices()
+  await release()
 
   const timing = (value: Timing | string | undefined, key: keyof Timing) => (typeof value === 'object' ? value[key].toFixed(2) : 'n/a')
   for (const checkout of CHECKOUTS) {
@@ -409,10 +408,11 @@ async function startService(directory: string, databaseUrl: string): Promise<str
   return base
 }
 
-async function stopServices() {
+/** Stops the services and closes the pools of the size at hand. */
+async function release() {
   const stopping = services.splice(0)
   for (const service of stopping) service.kill('SIGTERM')
-  await Promise.all(stopping.map((service) => service.exited))
+  await Promise.all([...stopping.map((service) => service.exited), ...pools.splice(0).map((pool) => pool.end())])
 }
 
 async function waitForHealth(base: string, service: ReturnType<typeof Bun.spawn>, directory: string) {
