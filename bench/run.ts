@@ -37,10 +37,10 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'list page 1', path: '/api/v1/content/post', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 20, offset: 0 }) },
-  { name: 'list per_page=100', path: '/api/v1/content/post?per_page=100', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 100, offset: 0 }) },
-  { name: 'list page 2000', path: '/api/v1/content/post?page=2000', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 20, offset: 39_980 }) },
-  { name: 'list lang=fr', path: '/api/v1/content/post?lang=fr', statement: (sql) => listStatement(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 }) },
+  { name: 'list page 1', path: '/api/v1/content/post', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 20, start: { offset: 0 } }) },
+  { name: 'list per_page=100', path: '/api/v1/content/post?per_page=100', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 100, start: { offset: 0 } }) },
+  { name: 'list page 2000', path: '/api/v1/content/post?page=2000', statement: (sql) => listStatement(sql, { type: 'post', lang: undefined, limit: 20, start: { offset: 39_980 } }) },
+  { name: 'list lang=fr', path: '/api/v1/content/post?lang=fr', statement: (sql) => listStatement(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } }) },
   { name: 'single entry by slug', path: '/api/v1/content/post/entree-1004?lang=fr', statement: (sql) => findStatement(sql, { type: 'post', lang: 'fr', slug: 'entree-1004' }) },
 ]
 
@@ -107,7 +107,7 @@ try {
   const statement = (withModel: boolean): Case => ({
     name: '',
     path: '',
-    statement: (db) => listStatement(db, { type: 'post', lang: undefined, limit: 100, offset: 0, withModel }),
+    statement: (db) => listStatement(db, { type: 'post', lang: undefined, limit: 100, start: { offset: 0 }, withModel }),
   })
   const leanCeiling = await ceilingOf(sql, statement(false))
   const modelCeiling = await ceilingOf(sql, statement(true))

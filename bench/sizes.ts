@@ -42,6 +42,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
 import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
+import { explainPrepared } from './explain-list'
 import { migrate } from '../src/db/migrate'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
@@ -156,7 +157,7 @@ async function benchSize(size: number, listStatements: Record<Checkout, ListStat
     { name: 'list page 1', limit: perPage, offset: 0 },
     { name: `last page (offset ${(lastPage - 1) * perPage})`, limit: perPage, offset: (lastPage - 1) * perPage },
   ]
-  for (const checkout of CHECKOUTS) explained[checkout] = await explainTimes(pool, listStatements[checkout]!, statements)
+  for (const checkout of CHECKOUTS) explained[checkout] = await explainTimes(database.url, listStatements[checkout]!, statements)
 
   const rows: string[] = []
   const result: SizeResult = { size, rps: {} as SizeResult['rps'] }
@@ -314,13 +315,19 @@ async function measureCase(name: string, bases: Partial<Record<Checkout, string>
   return measures
 }
 
-type ListStatement = (sql: Sql, options: { type: string; lang: string | undefined; limit: number; offset: number }) => unknown
+/** A checkout's list statement and read pool: each is explained with its own session settings. */
+interface Explainer {
+  listStatement: (sql: Sql, options: Record<string, unknown>) => unknown
+  openReadPool: (url: string, settings: { databasePoolMax: number; databaseTimeoutMs: number }) => Sql
+}
+type ListStatement = Explainer
 
-/** The checkout's `listStatement` (src/content/queries.ts), or why it cannot be had: its EXPLAIN is then n/a. */
+/** The checkout's `listStatement` (src/content/queries.ts) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a. */
 async function importListStatement(directory: string): Promise<ListStatement | string> {
   try {
     const { listStatement } = await import(join(directory, 'src', 'content', 'queries.ts'))
-    return typeof listStatement === 'function' ? listStatement : 'src/content/queries.ts exports no listStatement function'
+    const { openReadPool } = await import(join(directory, 'src', 'db', 'connect.ts'))
+    return typeof listStatement === 'function' ? { listStatement, openReadPool } : 'src/content/queries.ts exports no listStatement function'
   } catch (error) {
     return `src/content/queries.ts did not load: ${(error as Error).message}`
   }
@@ -328,28 +335,30 @@ async function importListStatement(directory: string): Promise<ListStatement | s
 
 /**
  * Median planning and execution times of each statement over EXPLAIN_RUNS runs of
- * `explain (analyze, buffers)`, through the service's own kind of pool. A statement
- * that cannot be made or explained (listStatement changed) gets the reason instead.
+ * `explain (analyze, buffers)`, on one connection of the checkout's own read pool:
+ * prepared once and executed, as the service runs it (see explain-list.ts). A
+ * statement that cannot be made or explained gets the reason instead.
  */
-async function explainTimes(pool: Sql, listStatement: ListStatement | string, statements: { name: string; limit: number; offset: number }[]) {
+async function explainTimes(url: string, explainer: ListStatement | string, statements: { name: string; limit: number; offset: number }[]) {
   const times: Record<string, Timing | string> = {}
-  for (const { name, limit, offset } of statements) {
-    if (typeof listStatement === 'string') {
-      times[name] = listStatement
-      continue
-    }
-    try {
-      const runs: Timing[] = []
-      for (let run = 0; run < EXPLAIN_RUNS; run++) {
-        const statement = listStatement(pool, { type: 'post', lang: undefined, limit, offset })
-        const rows = await pool`explain (analyze, buffers, format text) ${statement as never}`
-        const plan = rows.map((row) => row['QUERY PLAN'] as string).join('\n')
-        runs.push({ planningMs: Number(/Planning Time: ([\d.]+) ms/.exec(plan)?.[1]), executionMs: Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1]) })
+  if (typeof explainer === 'string') {
+    for (const { name } of statements) times[name] = explainer
+    return times
+  }
+  const pool = explainer.openReadPool(url, { databasePoolMax: 1, databaseTimeoutMs: 60_000 })
+  try {
+    for (const { name, limit, offset } of statements) {
+      try {
+        // Both shapes of the options: `start` (keyset pagination) and `offset` (before it).
+        const statement = explainer.listStatement(pool, { type: 'post', lang: undefined, limit, offset, start: { offset } })
+        const { planningMs, executionMs } = await explainPrepared(pool, statement as never, EXPLAIN_RUNS)
+        times[name] = { planningMs, executionMs }
+      } catch (error) {
+        times[name] = `listStatement could not be explained: ${(error as Error).message.split('\n')[0]}`
       }
-      times[name] = { planningMs: median(runs.map((r) => r.planningMs)), executionMs: median(runs.map((r) => r.executionMs)) }
-    } catch (error) {
-      times[name] = `listStatement could not be explained: ${(error as Error).message.split('\n')[0]}`
     }
+  } finally {
+    await pool.end()
   }
   return times
 }

@@ -3,6 +3,7 @@ import type { ContentCache } from './cache/content-cache'
 import type { Config } from './config'
 import type { ContentAnswer } from './content/content-answer'
 import type { Sql } from './db/connect'
+import type { LiveCountCheck } from './content/live-count-check'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
@@ -20,6 +21,8 @@ export interface AppDependencies {
   filters?: FilterRegistry
   /** The response cache (C35); without it every answer is loaded (X-Cache: BYPASS). */
   cache?: ContentCache<ContentAnswer>
+  /** Which types' live entries are counted one by one, their kept count having drifted (C18); none without it. */
+  liveCounts?: LiveCountCheck
 }
 
 /**

@@ -43,6 +43,8 @@ export interface Config {
   cacheMaxAge: number
   /** DATABASE_LISTEN_URL: where change notifications are heard; unset, the content database's URL. */
   databaseListenUrl: string | undefined
+  /** LIVE_COUNT_CHECK_SECONDS: how often the kept live entry counts are compared with count(*) (C18); 0: at start only. */
+  liveCountCheckSeconds: number
   /** WORKERS: processes serving the port together. */
   workers: number
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
@@ -84,6 +86,7 @@ export function loadConfig(env: Env): Config {
     cacheMaxBytes: readInteger(env, 'CACHE_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
     cacheMaxAge: readInteger(env, 'CACHE_MAX_AGE', 0, 0, 31_536_000),
     databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
+    liveCountCheckSeconds: readInteger(env, 'LIVE_COUNT_CHECK_SECONDS', 600, 0, 86_400),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
   }

@@ -3,6 +3,7 @@ import { createApp } from './app'
 import { listenForChanges, type ChangeListener } from './cache/change-listener'
 import { ContentCache } from './cache/content-cache'
 import type { ContentAnswer } from './content/content-answer'
+import { LiveCountCheck } from './content/live-count-check'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
 import { connectDatabase, openReadPool, type Sql } from './db/connect'
@@ -29,6 +30,7 @@ runCommand(async () => {
   const sql = openReadPool(target.url, settings)
 
   let listener: ChangeListener | undefined
+  let liveCounts: LiveCountCheck | undefined
   let listening: ReturnType<typeof listen>
   try {
     await prepareDatabase(sql, target, settings.databaseTimeoutMs, log)
@@ -40,9 +42,13 @@ runCommand(async () => {
     // C35/C36: answers from memory while the database's change notifications are heard.
     const cache = settings.cache ? new ContentCache<ContentAnswer>(settings.cacheMaxBytes) : undefined
     listener = cache && listenForChanges(settings.databaseListenUrl ?? target.url, cache, { timeoutMs: settings.databaseTimeoutMs, log })
-    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache }))
+    // C18: a type whose kept count drifted is counted one by one; its cached answers go.
+    liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
+    liveCounts.start(settings.liveCountCheckSeconds * 1000)
+    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache, liveCounts }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
+    liveCounts?.stop()
     await listener?.stop()
     await sql.end({ timeout: 1 })
     await target.embedded?.stop()
@@ -72,6 +78,7 @@ runCommand(async () => {
       log.warn('grace period over: closing the remaining connections')
       await server.stop(true)
     }
+    liveCounts?.stop()
     await listener?.stop()
     await sql.end({ timeout: 5 })
     await target.embedded?.stop()

@@ -125,7 +125,9 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(parameters.PerPage).toMatchObject({ name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, default: 20 } })
     expect(parameters.PerPage.description).toContain('clamped to 100')
     const refs = document.paths[LIST].get.parameters.map((parameter: any) => parameter.$ref)
-    expect(refs).toEqual(['#/components/parameters/Page', '#/components/parameters/PerPage', '#/components/parameters/Lang', '#/components/parameters/IfNoneMatch'])
+    expect(refs).toEqual(['#/components/parameters/Page', '#/components/parameters/PerPage', '#/components/parameters/After', '#/components/parameters/Lang', '#/components/parameters/IfNoneMatch'])
+    // C39: the cursor of a Link header, a string of base64url characters.
+    expect(parameters.After).toMatchObject({ name: 'after', in: 'query', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } })
   })
 
   test('servers is the origin of PUBLIC_URL, from the settings the app was created with', async () => {
@@ -151,9 +153,9 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
   })
 
   test('response headers are documented: request id, Vary, Retry-After, Allow and the caching headers of C32–C34', () => {
-    expect(Object.keys(document.components.headers)).toEqual(['X-Request-Id', 'Vary', 'Retry-After', 'Allow', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
+    expect(Object.keys(document.components.headers)).toEqual(['X-Request-Id', 'Vary', 'Retry-After', 'Allow', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Link', 'Age'])
     const names = (response: any) => Object.keys(response.headers)
-    expect(names(document.paths[LIST].get.responses['200'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
+    expect(names(document.paths[LIST].get.responses['200'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age', 'Link'])
     expect(names(document.paths[SHOW].get.responses['404'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
     expect(names(document.components.responses.ServiceUnavailable)).toEqual(['X-Request-Id', 'Vary', 'Retry-After', 'Cache-Control'])
     expect(names(document.components.responses.BadParameter)).toEqual(['X-Request-Id', 'Vary', 'Cache-Control'])

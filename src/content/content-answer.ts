@@ -2,7 +2,9 @@ import type { Loaded } from '../cache/content-cache'
 import type { Sql } from '../db/connect'
 import { etagOf } from '../http/http-caching'
 import { toItem } from './map-item'
-import { findLiveEntryBySlug, listLiveEntries, type EntryRow, type Languages } from './queries'
+import { encodeCursor, type Cursor } from './cursor'
+import { DEFAULT_PER_PAGE } from './parameters'
+import { findLiveEntryBySlug, listLiveEntries, type EntryPage, type EntryRow, type Languages } from './queries'
 import type { Item } from './schemas'
 
 /** `meta` of a list answer (service.md §2.3). */
@@ -29,6 +31,8 @@ export interface ContentAnswer {
   languages: Languages
   /** Lists only. */
   meta: ListMeta | null
+  /** Lists only: the `Link` header, RFC 8288 (C39). */
+  link: string | null
 }
 
 export interface RenderedBody {
@@ -44,29 +48,66 @@ export interface AnswerOptions {
   timeoutMs: number
   type: string
   lang: string | undefined
+  /** What `Link` URLs start with: PUBLIC_URL. */
+  publicUrl: string
+  /** Count by scanning the entries: the type's kept count drifted (sql/live-entry-counts.md). */
+  countByScan?: boolean
 }
+
+/** Where a list page starts: a page number (C6), or a cursor that also says which page it opens (C39). */
+export type ListStart = { page: number; cursor: null } | { page: number; cursor: Cursor }
 
 const encoder = new TextEncoder()
 
 /**
  * The list answer (service.md §4.1): one statement, mapped, and rendered when
- * no callback will change it.
- * @example await loadListAnswer({ ...options, page: 1, perPage: 20 })
+ * no callback will change it. A page starts at an offset or, with a cursor,
+ * right after a place in list order (C39); `Link` says where the walk goes on.
+ * @example await loadListAnswer({ ...options, perPage: 20, start: { page: 1, cursor: null } })
  */
-export async function loadListAnswer(options: AnswerOptions & { page: number; perPage: number }): Promise<Loaded<ContentAnswer>> {
-  const { page, perPage } = options
+export async function loadListAnswer(options: AnswerOptions & { perPage: number; start: ListStart }): Promise<Loaded<ContentAnswer>> {
+  const { perPage, start } = options
   const result = await listLiveEntries(options.sql, {
     type: options.type,
     lang: options.lang,
     limit: perPage,
-    offset: Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER),
+    start: start.cursor ? { after: start.cursor.position } : { offset: Math.min((start.page - 1) * perPage, Number.MAX_SAFE_INTEGER) },
+    countByScan: options.countByScan,
     withModel: options.withModel,
     timeoutMs: options.timeoutMs,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
   if (!result.typeExists) return { ...loaded, ...(await errorAnswer('Content type not found.', options.type)) }
-  const meta = { current_page: page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
-  return { ...loaded, ...(await entriesAnswer(options, result.rows, result.languages, meta)) }
+  const meta = { current_page: start.page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
+  const link = listLink(options, result, meta, start)
+  return { ...loaded, ...(await entriesAnswer(options, result.rows, result.languages, meta, link)) }
+}
+
+/**
+ * C39: `next` continues right after the page's last entry with a cursor,
+ * when more live entries follow it; `first` and `last` are pages by number;
+ * `prev` too, for a page asked by number (a cursor knows no page before it).
+ * The URLs keep `lang` when it selects a language other than the default, and
+ * `per_page` when it is not the default: nothing else of the request, so that
+ * every request that shares an answer (C35) shares its links.
+ */
+function listLink(options: AnswerOptions & { perPage: number }, result: EntryPage, meta: ListMeta, start: ListStart): string {
+  const base = `${options.publicUrl}/api/v1/content/${encodeURIComponent(options.type)}`
+  const url = (parameter: { page: number } | { after: string }) => {
+    const query = new URLSearchParams()
+    if (result.languages.selected !== null && result.languages.selected !== result.languages.default) query.set('lang', result.languages.selected)
+    if (options.perPage !== DEFAULT_PER_PAGE) query.set('per_page', String(options.perPage))
+    if ('after' in parameter) query.set('after', parameter.after)
+    else if (parameter.page !== 1) query.set('page', String(parameter.page))
+    const text = query.toString()
+    return text ? `${base}?${text}` : base
+  }
+  const links: string[] = []
+  const last = result.rows.at(-1)
+  if (result.hasMore && last) links.push(`<${url({ after: encodeCursor(start.page + 1, last.position, last.id) })}>; rel="next"`)
+  if (!start.cursor && start.page > 1) links.push(`<${url({ page: Math.min(start.page - 1, meta.last_page) })}>; rel="prev"`)
+  links.push(`<${url({ page: 1 })}>; rel="first"`, `<${url({ page: meta.last_page })}>; rel="last"`)
+  return links.join(', ')
 }
 
 /**
@@ -85,7 +126,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
   // C5: the type is checked before the slug.
   if (!result.typeExists) return { ...loaded, ...(await errorAnswer('Content type not found.', options.type)) }
   if (result.row === null) return { ...loaded, ...(await errorAnswer('Not found.', options.type)) }
-  return { ...loaded, ...(await entriesAnswer(options, [result.row], result.languages, null)) }
+  return { ...loaded, ...(await entriesAnswer(options, [result.row], result.languages, null, null)) }
 }
 
 /**
@@ -110,20 +151,21 @@ async function entriesAnswer(
   rows: EntryRow[],
   languages: Languages,
   meta: ListMeta | null,
+  link: string | null,
 ): Promise<{ value: ContentAnswer; bytes: number }> {
   const surrogateKeys = [typeTag(options.type), ...rows.map((row) => `entry-${row.id}`)].join(' ')
   if (options.withModel) {
     // The rows stay for the chain; their size is what the cache holds.
-    return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta }, bytes: JSON.stringify(rows).length * 2 }
+    return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
   }
   const rendered = await render(envelope(rows.map((row) => toItem(row, options.mediaBaseUrl)), meta))
-  return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta }, bytes: rendered.body.byteLength + surrogateKeys.length * 2 + 256 }
+  return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
 }
 
 async function errorAnswer(message: string, type: string): Promise<{ value: ContentAnswer; bytes: number }> {
   const rendered = await render({ error: message })
   const languages = { selected: null, default: null }
-  return { value: { status: 404, surrogateKeys: typeTag(type), rendered, rows: [], languages, meta: null }, bytes: rendered.body.byteLength + 256 }
+  return { value: { status: 404, surrogateKeys: typeTag(type), rendered, rows: [], languages, meta: null, link: null }, bytes: rendered.body.byteLength + 256 }
 }
 
 /**

@@ -1,4 +1,6 @@
-import { badParameter, contentTypeNotFound } from '../http/errors'
+import { badParameter, badRequest, contentTypeNotFound } from '../http/errors'
+import type { ListStart } from './content-answer'
+import { decodeCursor } from './cursor'
 
 export const DEFAULT_PER_PAGE = 20
 export const MAX_PER_PAGE = 100
@@ -19,6 +21,19 @@ export function readPagination(query: { page?: string; per_page?: string }): Pag
   const page = readPositiveInteger('page', query.page, 1)
   const perPage = Math.min(readPositiveInteger('per_page', query.per_page, DEFAULT_PER_PAGE), MAX_PER_PAGE)
   return { page, perPage }
+}
+
+/**
+ * Where a list page starts: `page` (C6), or `after`, a cursor from a `Link`
+ * header (C39). Both at once is a 400: they name two different places.
+ * @example readListStart({ per_page: '50' }) // { start: { page: 1, cursor: null }, perPage: 50 }
+ */
+export function readListStart(query: { page?: string; per_page?: string; after?: string }): { start: ListStart; perPage: number } {
+  const { page, perPage } = readPagination(query)
+  if (query.after === undefined) return { start: { page, cursor: null }, perPage }
+  if (query.page !== undefined) throw badRequest('The page and after parameters cannot be used together.')
+  const cursor = decodeCursor(query.after)
+  return { start: { page: cursor.page, cursor }, perPage }
 }
 
 function readPositiveInteger(name: string, text: string | undefined, fallback: number): number {

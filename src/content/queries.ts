@@ -11,6 +11,8 @@ export interface EntryRow {
   id: number
   /** Unix seconds, whole. */
   published_at: number | null
+  /** The exact publication time, in Unix seconds as PostgreSQL writes them (`1700000000.123456`, `-Infinity`): where a cursor continues (C39). */
+  position: string | null
   created_at: number
   author: { id: number; name: string } | null
   /** The selected language's translation, else the default language's (C14). Absent from a row loaded with its model until completeRow. */
@@ -50,6 +52,8 @@ export interface EntryPage {
   /** Live entries of the type, in every language (C18). */
   total: number
   rows: EntryRow[]
+  /** More live entries follow the page's last one (C39). */
+  hasMore: boolean
 }
 
 export interface EntryMatch {
@@ -68,7 +72,17 @@ export interface ListOptions {
   type: string
   lang: string | undefined
   limit: number
-  offset: number
+  /** Where the page starts: after this many live entries, or right after this entry's place in list order (C39). */
+  start: { offset: number } | { after: ListPosition }
+  /** Count the type's live entries one by one instead of reading the kept counts (they drifted: see sql/live-entry-counts.md). */
+  countByScan?: boolean
+}
+
+/** An entry's place in list order (C11): its publication time, exact to the microsecond, and its id. */
+export interface ListPosition {
+  /** The publication time in Unix seconds (`-Infinity` for '-infinity') and microseconds; null for an undated entry. */
+  publishedAt: { seconds: number; microseconds: number } | null
+  id: number
 }
 
 export interface FindOptions {
@@ -82,38 +96,155 @@ export interface FindOptions {
 
 /**
  * The list endpoint in one statement: the content type, the language in
- * effect, the count of live entries and one page of them in list order (C11),
- * each with its translation, author, image variants and terms.
- * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, offset: 0 })
+ * effect, the count of live entries (C18) and one page of them in list order
+ * (C11), each with its translation, author, image variants and terms, plus one
+ * entry more when there is one (`hasMore`).
+ * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
   const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
-  return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)) }
+  const rows = result.rows.slice(0, options.limit).map((row) => completeRow(row, languages))
+  return { ...headerOf(result), languages, total: result.total, rows, hasMore: result.rows.length > options.limit }
 }
 
-/** The statement of `listLiveEntries`, not yet sent (the benchmark explains it). */
-export function listStatement(sql: Sql, { type, lang, limit, offset, withModel = false }: ListOptions): PendingQuery<ResultRow[]> {
+/**
+ * The statement of `listLiveEntries`, not yet sent (the benchmark explains it).
+ *
+ * Live entries (C1) of a type are two ranges of the index entries_published_list:
+ * dated ones from now() down, then undated ones (they sort last, C11). Each range
+ * is read from its start, so embargoed entries are never visited. The kept counts
+ * (sql/live-entry-counts.md) say how many live entries each range holds: the total
+ * (C18), and where a page by offset starts in the undated range.
+ */
+export function listStatement(sql: Sql, { type, lang, limit, start, countByScan = false, withModel = false }: ListOptions): PendingQuery<ResultRow[]> {
+  const rows = limit + 1
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
+    ${liveCounts(sql, countByScan)},
+    ${'offset' in start ? pageByOffset(sql, rows, start.offset) : pageAfter(sql, rows, start.after)},
     selected_entries as (
-      select e.id
-      from entries e
-      where e.content_type_id = (select id from content_type)
-        and ${isLive(sql)}
-      order by ${listOrder(sql)}
-      limit ${limit}
-      offset ${offset}
+      select *
+      from dated_page
+      union all
+      select *
+      from undated_page
     )
     select
       ${resultHeader(sql)},
-      (
-        select count(*)::int
-        from entries e
-        where e.content_type_id = (select id from content_type)
-          and ${isLive(sql)}
-      ) as total,
+      (select dated + undated from live_counts) as total,
       ${entryRows(sql, withModel)} as rows
+  `
+}
+
+/**
+ * A publication time from whole seconds and microseconds, exact: a float8 holds
+ * whole seconds exactly and to_timestamp multiplies them by 10^6 without loss
+ * for every timestamp PostgreSQL can hold.
+ */
+function positionTime(sql: Sql, time: { seconds: number; microseconds: number }): PendingQuery<Row[]> {
+  return sql`(to_timestamp(${time.seconds}::float8) + ${time.microseconds}::int8 * interval '1 microsecond')`
+}
+
+/** The type's live entries, dated and undated: read from the kept counts, or counted one by one. */
+function liveCounts(sql: Sql, countByScan: boolean): PendingQuery<Row[]> {
+  if (countByScan) {
+    return sql`
+      live_counts as (
+        select
+          (
+            select count(*)
+            from entries e
+            where ${isDatedLive(sql)}
+          ) as dated,
+          (
+            select count(*)
+            from entries e
+            where ${isUndatedLive(sql)}
+          ) as undated
+      )
+    `
+  }
+  return sql`
+    live_counts as (
+      select
+        (
+          select coalesce(sum(d.delta), 0)::int8
+          from live_entry_count_deltas d
+          where d.content_type_id = (select id from content_type)
+            and d.live_from <= now()
+        ) as dated,
+        (
+          select coalesce(sum(d.delta), 0)::int8
+          from live_entry_count_deltas d
+          where d.content_type_id = (select id from content_type)
+            and d.live_from is null
+        ) as undated
+    )
+  `
+}
+
+/**
+ * A page by offset: from the dated range while the offset falls in it, then
+ * from the undated range. An offset past the dated range skips it without
+ * reading it (LIMIT 0).
+ */
+function pageByOffset(sql: Sql, rows: number, offset: number): PendingQuery<Row[]> {
+  return sql`
+    dated_page as (
+      select e.*
+      from entries e
+      where ${isDatedLive(sql)}
+      order by ${listOrder(sql)}
+      limit case when ${offset}::int8 < (select dated from live_counts) then ${rows}::int8 else 0 end
+      offset ${offset}::int8
+    ),
+    undated_page as (
+      select e.*
+      from entries e
+      where ${isUndatedLive(sql)}
+      order by ${listOrder(sql)}
+      limit ${rows}::int8 - (select count(*) from dated_page)
+      offset greatest(${offset}::int8 - (select dated from live_counts), 0)
+    )
+  `
+}
+
+/** C39: a page that continues right after a place in list order, at the same cost at any depth. */
+function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Row[]> {
+  if (after.publishedAt === null) {
+    return sql`
+      dated_page as (
+        select e.*
+        from entries e
+        where false
+      ),
+      undated_page as (
+        select e.*
+        from entries e
+        where ${isUndatedLive(sql)}
+          and e.id < ${after.id}
+        order by ${listOrder(sql)}
+        limit ${rows}::int8
+      )
+    `
+  }
+  return sql`
+    dated_page as (
+      select e.*
+      from entries e
+      where ${isDatedLive(sql)}
+        and (e.published_at, e.id) < (${positionTime(sql, after.publishedAt)}, ${after.id}::int8)
+      order by ${listOrder(sql)}
+      limit ${rows}::int8
+    ),
+    undated_page as (
+      select e.*
+      from entries e
+      where ${isUndatedLive(sql)}
+      order by ${listOrder(sql)}
+      limit ${rows}::int8 - (select count(*) from dated_page)
+    )
   `
 }
 
@@ -135,40 +266,44 @@ export function findStatement(sql: Sql, { type, lang, slug, withModel = false }:
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
     selected_entries as (
-      select id
-      from (
-        (
-          select e.id, 0 as preference
-          from entry_translations t
-          join entries e on e.id = t.entry_id
-          where t.language_code = (select selected from language)
-            and t.slug = ${slug}
-            and e.content_type_id = (select id from content_type)
-            and ${isLive(sql)}
-          order by e.id
-          limit 1
-        )
-        union all
-        (
-          select e.id, 1 as preference
-          from entry_translations t
-          join entries e on e.id = t.entry_id
-          where t.language_code = (select fallback from language)
-            and t.slug = ${slug}
-            and e.content_type_id = (select id from content_type)
-            and ${isLive(sql)}
-            and not exists (
-              select 1
-              from entry_translations selected_translation
-              where selected_translation.entry_id = e.id
-                and selected_translation.language_code = (select selected from language)
-            )
-          order by e.id
-          limit 1
-        )
-      ) candidates
-      order by preference
-      limit 1
+      select e.*
+      from entries e
+      where e.id = (
+        select id
+        from (
+          (
+            select e.id, 0 as preference
+            from entry_translations t
+            join entries e on e.id = t.entry_id
+            where t.language_code = (select selected from language)
+              and t.slug = ${slug}
+              and e.content_type_id = (select id from content_type)
+              and ${isLive(sql)}
+            order by e.id
+            limit 1
+          )
+          union all
+          (
+            select e.id, 1 as preference
+            from entry_translations t
+            join entries e on e.id = t.entry_id
+            where t.language_code = (select fallback from language)
+              and t.slug = ${slug}
+              and e.content_type_id = (select id from content_type)
+              and ${isLive(sql)}
+              and not exists (
+                select 1
+                from entry_translations selected_translation
+                where selected_translation.entry_id = e.id
+                  and selected_translation.language_code = (select selected from language)
+              )
+            order by e.id
+            limit 1
+          )
+        ) candidates
+        order by preference
+        limit 1
+      )
     )
     select
       ${resultHeader(sql)},
@@ -198,6 +333,16 @@ function languagesOf(result: ResultRow): Languages {
 /** C1: published, and its publication time (if any) has come. */
 function isLive(sql: Sql): PendingQuery<Row[]> {
   return sql`e.status = 'published' and (e.published_at is null or e.published_at <= now())`
+}
+
+/** C1's dated live entries of the type: one range of entries_published_list, from now() down. */
+function isDatedLive(sql: Sql): PendingQuery<Row[]> {
+  return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at <= now()`
+}
+
+/** C1's undated live entries of the type: the range after the dated ones. */
+function isUndatedLive(sql: Sql): PendingQuery<Row[]> {
+  return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at is null`
 }
 
 function commonTables(sql: Sql, type: string, lang: string | undefined): PendingQuery<Row[]> {
@@ -235,7 +380,9 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
 /**
  * The entries of `selected_entries` as a JSON array of EntryRow, in list order:
  * lean (the item's own translation, image variants and terms), or with each
- * entry's model (C25), from which completeRow then takes those.
+ * entry's model (C25), from which completeRow then takes those. Every relation
+ * is a subquery per entry: an index lookup whatever the planner guesses of the
+ * page's size (the statement keeps one generic plan, see connect.ts).
  */
 function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
   return sql`
@@ -246,18 +393,19 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
             'id', e.id,
             'published_at', ${epochSeconds(sql, sql`e.published_at`)},
             'created_at', ${epochSeconds(sql, sql`e.created_at`)},
-            'author', case when a.id is null then null else json_build_object('id', a.id, 'name', a.name) end,
+            'position', extract(epoch from e.published_at)::text,
+            'author', (
+              select json_build_object('id', a.id, 'name', a.name)
+              from authors a
+              where a.id = e.author_id
+            ),
             ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
           )
           order by ${listOrder(sql)}
         ),
         '[]'::json
       )
-      from selected_entries s
-      join entries e on e.id = s.id
-      left join authors a on a.id = e.author_id
-      left join media m on m.id = e.featured_image_id
-      ${withModel ? sql`` : itemRelations(sql)}
+      from selected_entries e
     )
   `
 }
@@ -280,47 +428,41 @@ function listOrder(sql: Sql): PendingQuery<Row[]> {
   return sql`e.published_at desc nulls last, e.id desc`
 }
 
-/** The lean row's translation, image and terms, from itemRelations. */
+/** The lean row's translation (C14), image with two variants (C15) and terms (C16); `e` is in scope. */
 function itemFields(sql: Sql): PendingQuery<Row[]> {
   return sql`
-    'translation', translation.value,
-    'image', case when m.id is null then null else json_build_object(
-      'path', m.path,
-      'thumbnail', thumbnail.path,
-      'medium', medium.path
-    ) end,
-    'terms', entry_terms.value
-  `
-}
-
-/** What a lean row needs beyond the entry: two image variants, one translation (C14), the terms (C16). */
-function itemRelations(sql: Sql): PendingQuery<Row[]> {
-  return sql`
-    left join media_variants thumbnail on thumbnail.media_id = m.id and thumbnail.name = 'thumbnail'
-    left join media_variants medium on medium.media_id = m.id and medium.name = 'medium'
-    left join lateral (
+    'translation', (
       select json_build_object(
         'title', t.title,
         'slug', t.slug,
         'excerpt', t.excerpt,
         'meta_title', t.meta_title,
         'meta_description', t.meta_description
-      ) as value
+      )
       from entry_translations t
       where t.entry_id = e.id
         and t.language_code in ((select selected from language), (select fallback from language))
       order by t.language_code = (select selected from language) desc
       limit 1
-    ) translation on true
-    cross join lateral (
+    ),
+    'image', (
+      select json_build_object(
+        'path', m.path,
+        'thumbnail', (select v.path from media_variants v where v.media_id = m.id and v.name = 'thumbnail'),
+        'medium', (select v.path from media_variants v where v.media_id = m.id and v.name = 'medium')
+      )
+      from media m
+      where m.id = e.featured_image_id
+    ),
+    'terms', (
       select coalesce(
         json_agg(json_build_object('id', term.id, 'name', term.name, 'slug', term.slug) order by et.position, term.id),
         '[]'::json
-      ) as value
+      )
       from entry_terms et
       join terms term on term.id = et.term_id
       where et.entry_id = e.id
-    ) entry_terms
+    )
   `
 }
 
@@ -346,7 +488,7 @@ function completeRow(row: EntryRow, languages: Languages): EntryRow {
   }
 }
 
-/** An entry's relations for the filter hook (C25), as EntryModelRow; `e` and `m` are in scope. */
+/** An entry's relations for the filter hook (C25), as EntryModelRow; `e` is in scope. */
 function entryModel(sql: Sql): PendingQuery<Row[]> {
   return sql`
     json_build_object(
@@ -396,16 +538,20 @@ function entryModel(sql: Sql): PendingQuery<Row[]> {
         join taxonomies tx on tx.id = term.taxonomy_id
         where et.entry_id = e.id
       ),
-      'image', case when m.id is null then null else json_build_object(
-        'id', m.id,
-        'path', m.path,
-        'alt', m.alt,
-        'variants', (
-          select coalesce(json_agg(json_build_object('name', v.name, 'path', v.path) order by v.name), '[]'::json)
-          from media_variants v
-          where v.media_id = m.id
+      'image', (
+        select json_build_object(
+          'id', m.id,
+          'path', m.path,
+          'alt', m.alt,
+          'variants', (
+            select coalesce(json_agg(json_build_object('name', v.name, 'path', v.path) order by v.name), '[]'::json)
+            from media_variants v
+            where v.media_id = m.id
+          )
         )
-      ) end,
+        from media m
+        where m.id = e.featured_image_id
+      ),
       'field_values', (
         select coalesce(
           json_agg(

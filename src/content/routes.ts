@@ -12,7 +12,7 @@ import { toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
 import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer, type RenderedBody } from './content-answer'
 import { toItem } from './map-item'
-import { readLanguage, readPagination, readSlug, readType } from './parameters'
+import { readLanguage, readListStart, readSlug, readType } from './parameters'
 import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
 
 /** The content API's paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
@@ -24,7 +24,7 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
  * Each request reads top to bottom: parameters → the answer (from the cache, or one
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache }: AppDependencies) {
+export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache, liveCounts }: AppDependencies) {
   const publicUrl = new URL(config.publicUrl).origin
   const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
   const answerOptions = (type: string, lang: string | undefined) => ({
@@ -32,6 +32,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     mediaBaseUrl: config.mediaBaseUrl,
     withModel: !filters.isEmpty,
     timeoutMs: config.databaseTimeoutMs,
+    publicUrl: config.publicUrl,
     type,
     lang,
   })
@@ -73,6 +74,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
       'surrogate-key': answer.surrogateKeys,
       'x-cache': read.status,
     })
+    if (answer.link) set.headers.link = answer.link
     if (read.status === 'HIT') set.headers.age = String(read.ageSeconds)
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), etag)) {
       delete set.headers['content-type']
@@ -85,10 +87,12 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     .get(
       LIST_PATH,
       async ({ params, query, request, set }) => {
-        const { page, perPage } = readPagination(query)
+        const { start, perPage } = readListStart(query)
         const type = readType(params.type)
         const lang = readLanguage(query.lang)
-        const read = await readAnswer('list', type, lang, [page, perPage], () => loadListAnswer({ ...answerOptions(type, lang), page, perPage }))
+        const countByScan = liveCounts?.countByScan(type) ?? false
+        const key = [perPage, start.page, start.cursor?.position ?? null, countByScan]
+        const read = await readAnswer('list', type, lang, key, () => loadListAnswer({ ...answerOptions(type, lang), countByScan, perPage, start }))
         return respond(request, set, 'service.api.content.index', read)
       },
       { transform: markUndecodable, params: TypeParams, query: ListQuery },

@@ -92,5 +92,8 @@ export type ShowBody = Static<ReturnType<typeof showBody<typeof Item>>>
 // a bad value with its own message (src/content/parameters.ts).
 export const TypeParams = t.Object({ type: t.String() })
 export const EntryParams = t.Object({ type: t.String(), slug: t.String() })
-export const ListQuery = t.Object({ page: t.Optional(t.String()), per_page: t.Optional(t.String()), lang: t.Optional(t.String()) }, { additionalProperties: true })
+export const ListQuery = t.Object(
+  { page: t.Optional(t.String()), per_page: t.Optional(t.String()), lang: t.Optional(t.String()), after: t.Optional(t.String()) },
+  { additionalProperties: true },
+)
 export const ShowQuery = t.Object({ lang: t.Optional(t.String()) }, { additionalProperties: true })

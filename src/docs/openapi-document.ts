@@ -96,9 +96,13 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           summary: 'List published entries of a content type',
           description:
             'Live entries only (published, and their publication time has come), newest first: `published_at` descending with undated entries last, then `id` descending.',
-          parameters: [ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'Lang'), ref('parameters', 'IfNoneMatch')],
+          parameters: [ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'After'), ref('parameters', 'Lang'), ref('parameters', 'IfNoneMatch')],
           responses: {
-            '200': { description: 'A page of entries; past the last page, `data` is empty.', headers: contentHeaders, ...json(ref('schemas', 'ContentList')) },
+            '200': {
+              description: 'A page of entries; past the last page, `data` is empty. `Link` says where the walk goes on (C39).',
+              headers: headers(...CONTENT_ANSWER, 'Link'),
+              ...json(ref('schemas', 'ContentList')),
+            },
             '304': ref('responses', 'NotModified'),
             '400': ref('responses', 'BadParameter'),
             '404': errorResponse('The content type does not exist.', ['Content type not found.'], CONTENT_ANSWER),
@@ -171,6 +175,14 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           description: `Entries per page, in decimal digits. A value above ${MAX_PER_PAGE} is clamped to ${MAX_PER_PAGE} (\`meta.per_page\` shows the value in effect); anything else is a 400.`,
           schema: { type: 'integer', minimum: 1, default: DEFAULT_PER_PAGE },
         },
+        After: {
+          name: 'after',
+          in: 'query',
+          description:
+            'An opaque cursor, from the `next` link of a list answer (C39): the page that continues right after the last entry of that answer, at the same cost at any depth. ' +
+            '`meta.current_page` then shows the number of the page it opens. Not with `page`.',
+          schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', examples: ['WzIsIjE3NjczMDA2MDAwMDAwMDAiLDQyXQ'] },
+        },
         IfNoneMatch: {
           name: 'If-None-Match',
           in: 'header',
@@ -189,10 +201,16 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           description: 'The answer has not changed since the one whose ETag you sent: use yours (C32).',
           headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control'),
         },
-        BadParameter: errorResponse('`page` or `per_page` is not a positive integer in decimal digits.', ['The page parameter must be a positive integer.', 'The per_page parameter must be a positive integer.'], [
-          ...EVERY_ANSWER,
-          'Cache-Control',
-        ]),
+        BadParameter: errorResponse(
+          '`page` or `per_page` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header, or `page` and `after` are both given.',
+          [
+            'The page parameter must be a positive integer.',
+            'The per_page parameter must be a positive integer.',
+            'The after parameter is not a valid cursor.',
+            'The page and after parameters cannot be used together.',
+          ],
+          [...EVERY_ANSWER, 'Cache-Control'],
+        ),
         MethodNotAllowed: errorResponse('Any method but GET, HEAD and OPTIONS; `Allow` lists them.', ['Method not allowed.'], [...EVERY_ANSWER, 'Allow', 'Cache-Control']),
         InternalError: errorResponse('An unexpected failure, or a failing extension.', ['Internal server error.'], [...EVERY_ANSWER, 'Cache-Control']),
         ServiceUnavailable: errorResponse('The database cannot be reached; ask again after `Retry-After` seconds.', ['Service unavailable.'], [...EVERY_ANSWER, 'Retry-After', 'Cache-Control']),

@@ -19,6 +19,7 @@ export const notFound = () => new HttpError(404, 'Not found.')
 export const contentTypeNotFound = () => new HttpError(404, 'Content type not found.')
 export const methodNotAllowed = (allow: string) => new HttpError(405, 'Method not allowed.', { allow })
 export const badParameter = (name: string) => new HttpError(400, `The ${name} parameter must be a positive integer.`)
+export const badRequest = (message: string) => new HttpError(400, message)
 export const INTERNAL_ERROR = 'Internal server error.'
 
 /** How long a client should wait before it tries again, by why the database could not answer. */

@@ -60,6 +60,13 @@ export const RESPONSE_HEADERS = {
     required: true,
     schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'] },
   },
+  Link: {
+    description:
+      'RFC 8288 links of a list page (C39): `next` continues right after its last entry with an opaque `after` cursor (only when more live entries follow), ' +
+      '`prev` is the page before by number (pages asked by number only), `first` and `last` are pages by number. The URLs keep `lang` and `per_page`.',
+    required: true,
+    schema: { type: 'string', examples: ['<https://cms.example.com/api/v1/content/post?after=WzIsIjE3NjczMDA2MDAwMDAwMDAiLDQyXQ>; rel="next", <https://cms.example.com/api/v1/content/post>; rel="first", <https://cms.example.com/api/v1/content/post?page=9>; rel="last"'] },
+  },
   Age: {
     description: "Seconds the answer spent in the service's cache; sent on hits (C34).",
     required: false,

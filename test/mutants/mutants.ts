@@ -27,29 +27,31 @@ export interface Edit {
 const CONTENT = ['test/content-contract.test.ts', 'test/content-properties.test.ts']
 const HOOKS = ['test/hooks.test.ts']
 const FAULTS = ['test/database-faults.test.ts']
+const CURSOR = 'test/list-cursor.test.ts'
+const COUNTS = 'test/live-entry-counts.test.ts'
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
   {
     id: 'live-list-page',
-    regression: 'C1/C2: the list page shows drafts, scheduled and embargoed entries',
+    regression: 'C1/C2: the list page shows drafts and scheduled entries',
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '        and ${isLive(sql)}\n      order by ${listOrder(sql)}',
-        replace: '      order by ${listOrder(sql)}',
+        find: "return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at <= now()`",
+        replace: "return sql`e.content_type_id = (select id from content_type) and e.published_at <= now()`",
       },
     ],
     tests: CONTENT,
   },
   {
     id: 'live-list-total',
-    regression: 'C1/C18: meta.total counts hidden entries',
+    regression: 'C1/C18: meta.total counts embargoed entries (the kept counts are summed past now())',
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '          and ${isLive(sql)}\n      ) as total,',
-        replace: '      ) as total,',
+        find: '            and d.live_from <= now()\n        ) as dated,',
+        replace: '        ) as dated,',
       },
     ],
     tests: CONTENT,
@@ -60,8 +62,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '            and ${isLive(sql)}\n          order by e.id\n          limit 1\n        )\n        union all',
-        replace: '          order by e.id\n          limit 1\n        )\n        union all',
+        find: '              and ${isLive(sql)}\n            order by e.id\n            limit 1\n          )\n          union all',
+        replace: '            order by e.id\n            limit 1\n          )\n          union all',
       },
     ],
     tests: CONTENT,
@@ -72,8 +74,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '            and ${isLive(sql)}\n            and not exists (',
-        replace: '            and not exists (',
+        find: '              and ${isLive(sql)}\n              and not exists (',
+        replace: '              and not exists (',
       },
     ],
     tests: CONTENT,
@@ -110,8 +112,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '            )\n          order by e.id\n          limit 1\n        )\n      ) candidates',
-        replace: '            )\n          order by e.id desc\n          limit 1\n        )\n      ) candidates',
+        find: '              )\n            order by e.id\n            limit 1\n          )\n        ) candidates',
+        replace: '              )\n            order by e.id desc\n            limit 1\n          )\n        ) candidates',
       },
     ],
     tests: CONTENT,
@@ -122,8 +124,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '          order by e.id\n          limit 1\n        )\n        union all',
-        replace: '          order by e.id desc\n          limit 1\n        )\n        union all',
+        find: '            order by e.id\n            limit 1\n          )\n          union all',
+        replace: '            order by e.id desc\n            limit 1\n          )\n          union all',
       },
     ],
     tests: CONTENT,
@@ -134,7 +136,7 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: '\n            and not exists (\n              select 1\n              from entry_translations selected_translation\n              where selected_translation.entry_id = e.id\n                and selected_translation.language_code = (select selected from language)\n            )',
+        find: '\n              and not exists (\n                select 1\n                from entry_translations selected_translation\n                where selected_translation.entry_id = e.id\n                  and selected_translation.language_code = (select selected from language)\n              )',
         replace: '',
       },
     ],
@@ -169,6 +171,98 @@ export const MUTANTS: Mutant[] = [
       },
     ],
     tests: CONTENT,
+  },
+
+  // C1, C11, C18, C39: the list's two ranges, the kept counts and the cursor (issue 11).
+  {
+    id: 'live-list-embargo',
+    regression: 'C1/C2: the list page shows embargoed entries (the dated range starts above now())',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: "return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at <= now()`",
+        replace: "return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at is not null`",
+      },
+    ],
+    tests: [...CONTENT, CURSOR],
+  },
+  {
+    id: 'undated-offset',
+    regression: 'C11: a page by number that starts among the undated entries skips as many of them as the whole offset',
+    edits: [
+      {
+        file: 'src/content/queries.ts',
+        find: 'offset greatest(${offset}::int8 - (select dated from live_counts), 0)',
+        replace: 'offset ${offset}::int8',
+      },
+    ],
+    tests: [...CONTENT, CURSOR],
+  },
+  {
+    id: 'cursor-repeats',
+    regression: 'C39: a cursor page starts with the last entry of the page before (<= instead of <)',
+    edits: [{ file: 'src/content/queries.ts', find: '(e.published_at, e.id) < (', replace: '(e.published_at, e.id) <= (' }],
+    tests: [CURSOR],
+  },
+  {
+    id: 'cursor-undated-repeats',
+    regression: 'C39: among undated entries, a cursor page starts with the last entry of the page before',
+    edits: [{ file: 'src/content/queries.ts', find: 'and e.id < ${after.id}', replace: 'and e.id <= ${after.id}' }],
+    tests: [CURSOR],
+  },
+  {
+    id: 'cursor-microseconds',
+    regression: 'C39: a cursor keeps its publication time to the millisecond only (entries within one millisecond are skipped or repeated)',
+    edits: [{ file: 'src/content/cursor.ts', find: "BigInt(fraction.padEnd(6, '0'))", replace: "BigInt(fraction.slice(0, 3).padEnd(6, '0'))" }],
+    tests: [CURSOR],
+  },
+  {
+    id: 'next-without-more',
+    regression: 'C39/C2: rel="next" is sent after the last live entry (it tells that hidden entries follow, or leads to an empty page)',
+    edits: [{ file: 'src/content/content-answer.ts', find: 'if (result.hasMore && last)', replace: 'if (last)' }],
+    tests: [CURSOR],
+  },
+  {
+    id: 'counts-update-old-rows',
+    regression: 'C18: an update that unpublishes or moves an entry is counted as +1 without the -1 of the row it replaces',
+    edits: [
+      {
+        file: 'sql/migrations/0003_live_entry_counts.sql',
+        find: "        select content_type_id, published_at, -1\n        from old_rows\n        where status = 'published'\n",
+        replace: "        select content_type_id, published_at, 0\n        from old_rows\n        where status = 'published'\n",
+      },
+    ],
+    tests: [COUNTS],
+  },
+  {
+    id: 'counts-fold-future',
+    regression: 'C18/C1: folding also folds the rows of embargoed entries, which then count before their time',
+    edits: [
+      {
+        file: 'sql/migrations/0003_live_entry_counts.sql',
+        find: '      and (d.live_from <= now() or d.live_from is null)\n',
+        replace: '      and true\n',
+      },
+    ],
+    tests: [COUNTS],
+  },
+  {
+    id: 'counts-fold-waits',
+    regression: 'C18: a writer waits for another writer that is folding (advisory lock taken, not tried)',
+    edits: [
+      {
+        file: 'sql/migrations/0003_live_entry_counts.sql',
+        find: "    or not pg_try_advisory_xact_lock(hashtext('vitrine_fold_live_entry_counts')) then",
+        replace: "    or pg_advisory_xact_lock(hashtext('vitrine_fold_live_entry_counts')) is null then",
+      },
+    ],
+    tests: [COUNTS],
+  },
+  {
+    id: 'drift-not-answered',
+    regression: 'C18: a type whose kept count drifted is still answered from the kept count',
+    edits: [{ file: 'src/content/live-count-check.ts', find: 'return this.#drifted.has(type)', replace: 'return false' }],
+    tests: [COUNTS],
   },
 
   // C23, C26, C31: a failing callback fails the request closed.

@@ -2,6 +2,7 @@ import { createApp } from '../../src/app'
 import type { ContentCache } from '../../src/cache/content-cache'
 import type { ContentAnswer } from '../../src/content/content-answer'
 import { loadConfig, type Config } from '../../src/config'
+import { LiveCountCheck } from '../../src/content/live-count-check'
 import { openReadPool, type Sql } from '../../src/db/connect'
 import { FilterRegistry } from '../../src/hooks/registry'
 import { createLogger, type LogFields, type Logger } from '../../src/log'
@@ -22,6 +23,8 @@ export interface TestApp {
    */
   loggedRequest(url: string): Promise<void>
   get(path: string, init?: RequestInit): Promise<TestResponse>
+  /** The check of the kept live entry counts, when asked for (`liveCountCheck: true`); `check()` runs one. */
+  liveCounts: LiveCountCheck | undefined
   close(): Promise<void>
 }
 
@@ -44,7 +47,7 @@ export function testApp(
   env: Record<string, string> = {},
   filters = new FilterRegistry(),
   cache?: ContentCache<ContentAnswer>,
-  { poolTimeoutMs }: { poolTimeoutMs?: number } = {},
+  { poolTimeoutMs, liveCountCheck = false }: { poolTimeoutMs?: number; liveCountCheck?: boolean } = {},
 ): TestApp {
   // NODE_ENV test, as under `bun test`: an extension's output that does not match its declared schema fails the request.
   const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
@@ -67,9 +70,11 @@ export function testApp(
     warn: (msg, fields) => (written.warn(msg, fields), noticeRequest(msg, fields)),
     error: (msg, fields) => (written.error(msg, fields), noticeRequest(msg, fields)),
   }
-  const app = createApp({ sql, config, log, filters, cache })
+  const liveCounts = liveCountCheck ? new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) })) : undefined
+  const app = createApp({ sql, config, log, filters, cache, liveCounts })
   return {
     app,
+    liveCounts,
     sql,
     config,
     statements,

@@ -1,0 +1,81 @@
+import type { Sql } from '../db/connect'
+import type { Logger } from '../log'
+
+/** A content type whose kept count of live entries disagrees with count(*). */
+export interface CountDrift {
+  typeId: number
+  type: string
+  counted: number
+  kept: number
+}
+
+/**
+ * C18 when the kept counts drift (writes with the triggers disabled, see
+ * sql/live-entry-counts.md): compares them with count(*) at start and every
+ * LIVE_COUNT_CHECK_SECONDS, logs each type that drifted, and has the list
+ * statement count that type's entries one by one until they agree again,
+ * so `meta.total` stays exact either way. `onChange` hears the types whose
+ * way of counting changed (the cache drops their answers).
+ * @example const check = new LiveCountCheck(sql, log, (typeIds) => cache.onChange({ table: 'live_entry_count_deltas', typeIds }))
+ */
+export class LiveCountCheck {
+  #drifted = new Map<string, CountDrift>()
+  #timer: ReturnType<typeof setInterval> | undefined
+  #running: Promise<void> | undefined
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly log: Logger,
+    private readonly onChange: (typeIds: number[]) => void = () => {},
+  ) {}
+
+  /** Whether the list statement counts this type's entries one by one. */
+  countByScan(type: string): boolean {
+    return this.#drifted.has(type)
+  }
+
+  /** Checks now, then every `intervalMs` (0: never again). */
+  start(intervalMs: number): void {
+    void this.check()
+    if (intervalMs > 0) this.#timer = setInterval(() => void this.check(), intervalMs)
+  }
+
+  stop(): void {
+    clearInterval(this.#timer)
+  }
+
+  /** One comparison; a failure (the database away) keeps what the last one found. Concurrent calls share one. */
+  check(): Promise<void> {
+    this.#running ??= this.#compare().finally(() => (this.#running = undefined))
+    return this.#running
+  }
+
+  async #compare(): Promise<void> {
+    let rows: CountDrift[]
+    try {
+      rows = await this.sql<CountDrift[]>`
+        select d.content_type_id as "typeId", ct.slug as type, d.counted, d.kept
+        from vitrine_live_entry_count_drift() d
+        join content_types ct on ct.id = d.content_type_id
+      `
+    } catch (error) {
+      // The database away is logged by the requests that need it (C22); the next check tries again.
+      this.log.debug('could not compare the kept live entry counts with count(*)', { error })
+      return
+    }
+    const found = new Map(rows.map((row) => [row.type, row]))
+    const changed: number[] = []
+    for (const [type, drift] of found) {
+      if (this.#drifted.has(type)) continue
+      changed.push(drift.typeId)
+      this.log.error('the kept count of live entries drifted: counting this type one by one until it is repaired (select vitrine_repair_live_entry_counts())', { ...drift })
+    }
+    for (const [type, drift] of this.#drifted) {
+      if (found.has(type)) continue
+      changed.push(drift.typeId)
+      this.log.info('the kept count of live entries agrees again', { type, typeId: drift.typeId })
+    }
+    this.#drifted = found
+    if (changed.length) this.onChange(changed)
+  }
+}

@@ -1,0 +1,239 @@
+import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
+import { connectDatabase, type Sql } from '../src/db/connect'
+import { testApp } from './support/app'
+import { createTestDatabase } from './support/database'
+import { addContentType, addEntry, clearContent } from './support/fixtures'
+import { random } from './support/random'
+import { waitFor } from './support/wait'
+
+/**
+ * C18 at a flat cost: the kept counts of sql/migrations/0003_live_entry_counts.sql
+ * (design: sql/live-entry-counts.md) against count(*), under every kind of write
+ * and the clock.
+ */
+const db = await createTestDatabase()
+const api = testApp(db.url, {}, undefined, undefined, { liveCountCheck: true })
+const writers = [0, 1, 2].map(() => connectDatabase(db.url, { max: 1 }))
+afterAll(async () => {
+  await api.close()
+  await Promise.all(writers.map((writer) => writer.end()))
+  await db.sql.end()
+})
+beforeEach(() => clearContent(db.sql))
+
+interface Drift {
+  content_type_id: number
+  counted: number
+  kept: number
+}
+
+/** Where the kept counts and count(*) disagree, in one snapshot: [] when they agree. */
+const drift = async (): Promise<Drift[]> => [...(await db.sql<Drift[]>`select * from vitrine_live_entry_count_drift() order by content_type_id`)]
+
+/** count(*) of the live entries (C1) of each type, the oracle. */
+async function counted(): Promise<Record<string, number>> {
+  const rows = await db.sql<{ slug: string; live: number }[]>`
+    select ct.slug, count(e.id) filter (where e.status = 'published' and (e.published_at is null or e.published_at <= now()))::int as live
+    from content_types ct
+    left join entries e on e.content_type_id = ct.id
+    group by ct.slug
+  `
+  return Object.fromEntries(rows.map((row) => [row.slug, row.live]))
+}
+
+const TYPES = ['post', 'page', 'recipe']
+const STATUSES = ['draft', 'scheduled', 'published', 'published', 'published'] as const
+
+/** A publication time, as SQL: past, none, the near future (goes live during the test), far future, ±infinity. */
+function someTime(rng: ReturnType<typeof random>): string {
+  return rng.pick([
+    `now() - interval '${Math.floor(rng.next() * 1000)} minutes'`,
+    'null',
+    `now() + interval '${Math.floor(200 + rng.next() * 1300)} milliseconds'`,
+    `now() + interval '${Math.floor(1 + rng.next() * 100)} days'`,
+    "'-infinity'",
+    "'infinity'",
+    "now() - interval '1 hour'",
+  ])
+}
+
+/** One random write: every statement kind that can change what is live. Trusted SQL text: the test's own. */
+async function randomWrite(writer: Sql, rng: ReturnType<typeof random>): Promise<void> {
+  const type = `(select id from content_types where slug = '${rng.pick(TYPES)}')`
+  const pick = `(select id from entries order by random() limit ${1 + Math.floor(rng.next() * 4)})`
+  const statements = [
+    `insert into entries (content_type_id, status, published_at) values (${type}, '${rng.pick(STATUSES)}', ${someTime(rng)})`,
+    `insert into entries (content_type_id, status, published_at) select ${type}, '${rng.pick(STATUSES)}', ${someTime(rng)} from generate_series(1, ${1 + Math.floor(rng.next() * 5)})`,
+    `update entries set status = '${rng.pick(STATUSES)}' where id in ${pick}`,
+    `update entries set published_at = ${someTime(rng)} where id in ${pick}`,
+    `update entries set content_type_id = ${type} where id in ${pick}`,
+    `update entries set updated_at = now() where id in ${pick}`,
+    `delete from entries where id in ${pick}`,
+  ]
+  const kind = rng.next()
+  if (kind < 0.08) {
+    // A transaction that rolls back changes nothing.
+    await writer
+      .begin(async (tx) => {
+        await tx.unsafe(rng.pick(statements))
+        await tx.unsafe(rng.pick(statements))
+        throw new Error('rollback')
+      })
+      .catch((error) => {
+        if (error.message !== 'rollback') throw error
+      })
+  } else if (kind < 0.16) {
+    // Repeatable read: counted, never folded (sql/live-entry-counts.md).
+    await writer.begin('isolation level repeatable read', async (tx) => {
+      await tx.unsafe(rng.pick(statements))
+      await tx.unsafe(rng.pick(statements))
+    })
+  } else if (kind < 0.2) {
+    await copyEntries(writer, rng)
+  } else if (kind < 0.3) {
+    await writer.begin(async (tx) => {
+      for (let i = 0; i < 3; i++) await tx.unsafe(rng.pick(statements))
+    })
+  } else {
+    await writer.unsafe(rng.pick(statements))
+  }
+}
+
+/**
+ * Writers that update the same entries conflict on those rows whatever the counts do: a
+ * repeatable read writer gets 40001, crossed updates 40P01. Their transactions roll back
+ * whole (the counts with them), and the writer tries again, as real writers do. An UPDATE
+ * or DELETE of entries is the only statement that can raise them: the counts are inserts.
+ */
+async function retryConflicts(write: () => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write()
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (attempt > 20 || (code !== '40001' && code !== '40P01') || (error as { routine?: string }).routine === undefined) throw error
+    }
+  }
+}
+
+/** Bulk COPY fires statement triggers with transition tables: counted like any insert. */
+async function copyEntries(writer: Sql, rng: ReturnType<typeof random>): Promise<void> {
+  const [{ id }] = await writer<{ id: number }[]>`select id from content_types where slug = ${rng.pick(TYPES)}`
+  const [{ now }] = await writer<{ now: string }[]>`select (now() - interval '1 minute')::text as now`
+  const stream = await writer`copy entries (content_type_id, status, published_at) from stdin`.writable()
+  const lines = Array.from({ length: 1 + Math.floor(rng.next() * 6) }, () => `${id}\t${rng.pick(STATUSES)}\t${rng.pick([now, '\\N', '-infinity', 'infinity'])}\n`)
+  await new Promise<void>((resolve, reject) => {
+    stream.on('error', reject)
+    stream.on('finish', resolve)
+    stream.end(lines.join(''))
+  })
+}
+
+describe('C18: kept live entry counts (sql/live-entry-counts.md)', () => {
+  test('C18/C1: under random concurrent writes, COPY, rollbacks and go-lives, the kept counts equal count(*) in every snapshot', async () => {
+    for (const type of TYPES) await addContentType(db.sql, type)
+    const rng = random(18)
+    let checks = 0
+    for (let round = 0; round < 6; round++) {
+      // Three writers at once, while the counts are compared from outside.
+      await Promise.all(
+        writers.map(async (writer, index) => {
+          const own = random(round * 10 + index)
+          for (let i = 0; i < 25; i++) await retryConflicts(() => randomWrite(writer, own))
+        }),
+      )
+      expect([round, await drift()]).toEqual([round, []])
+      checks++
+      if (rng.next() < 0.5) {
+        // Near-future entries go live while nobody writes: the totals follow the clock (C1).
+        await Bun.sleep(400)
+        expect([round, await drift()]).toEqual([round, []])
+        checks++
+      }
+    }
+    // Every near-future entry has gone live by now; the service's totals are the count of that moment.
+    await waitFor('every near-future entry is live', async () => (await db.sql`select count(*)::int as n from entries where published_at > now() and published_at < now() + interval '2 seconds'`)[0].n === 0)
+    expect(await drift()).toEqual([])
+    const oracle = await counted()
+    for (const type of TYPES) expect([type, (await api.get(`/api/v1/content/${type}`)).body.meta.total]).toEqual([type, oracle[type]])
+    // The writes went through the folding path: live rows of each type stay few.
+    const [{ rows }] = await db.sql`select count(*)::int as rows from live_entry_count_deltas where live_from <= now()`
+    expect(rows).toBeLessThan(64 * TYPES.length + 2 * TYPES.length)
+    expect(checks).toBeGreaterThanOrEqual(6)
+  }, 60_000)
+
+  test('C18: writers never wait for each other on the counts, in any order of types, folding or not', async () => {
+    await addContentType(db.sql, 'page')
+    const [first, second] = writers
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let started!: () => void
+    const holding = new Promise<void>((resolve) => (started = resolve))
+    const long = first!.begin(async (tx) => {
+      // 70 statements: the 64th folds, and this transaction holds the fold until it commits.
+      for (let i = 0; i < 70; i++) {
+        await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - ${i} * interval '1 second' from content_types where slug = 'post'`
+      }
+      await tx`insert into entries (content_type_id, status, published_at) select id, 'published', null from content_types where slug = 'page'`
+      started()
+      await held
+    })
+    await holding
+    const [{ folding }] = await db.sql`select count(*)::int as folding from pg_locks where locktype = 'advisory' and granted`
+    expect(folding).toBe(1)
+    await holding
+    // While that transaction is open: the same types, the other order, and 70 statements that would fold.
+    await second!.begin(async (tx) => {
+      await tx`set local lock_timeout = '1s'`
+      await tx`insert into entries (content_type_id, status, published_at) select id, 'published', null from content_types where slug = 'page'`
+      for (let i = 0; i < 70; i++) {
+        await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - interval '2 hours' from content_types where slug = 'post'`
+      }
+      await tx`update entries set status = 'draft' where id = (select min(id) from entries)`
+      await tx`delete from entries where id = (select max(id) from entries where status = 'published' and published_at is not null)`
+    })
+    release()
+    await long
+    expect(await drift()).toEqual([])
+  })
+
+  test('C18: TRUNCATE, and a deleted type, leave no count behind', async () => {
+    const recipe = await addContentType(db.sql, 'recipe')
+    await addEntry(db.sql, { type: 'recipe' })
+    await addEntry(db.sql)
+    await db.sql`truncate entries cascade`
+    expect((await db.sql`select * from live_entry_count_deltas`).length).toBe(0)
+    await addEntry(db.sql, { type: 'recipe' })
+    await db.sql`delete from entries where content_type_id = ${recipe}`
+    await db.sql`delete from content_types where id = ${recipe}`
+    expect(await drift()).toEqual([])
+  })
+
+  test('C18: counts drifted by writes with the triggers off are found, answered exactly meanwhile, and repaired', async () => {
+    for (let i = 0; i < 3; i++) await addEntry(db.sql)
+    await api.liveCounts!.check()
+    expect((await api.get('/api/v1/content/post')).body.meta.total).toBe(3)
+    // What logical replication apply does: ordinary triggers do not fire.
+    await db.sql.begin(async (tx) => {
+      await tx`set local session_replication_role = replica`
+      await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - interval '1 minute' from content_types, generate_series(1, 2) where slug = 'post'`
+    })
+    const [{ id: postId }] = await db.sql`select id from content_types where slug = 'post'`
+    expect(await drift()).toEqual([{ content_type_id: postId, counted: 5, kept: 3 }])
+    // Until the check runs, the kept count answers (the window the design note names).
+    expect((await api.get('/api/v1/content/post')).body.meta.total).toBe(3)
+    api.logs.length = 0
+    await api.liveCounts!.check()
+    expect(api.logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'error')).toMatchObject([{ type: 'post', counted: 5, kept: 3 }])
+    const exact = await api.get('/api/v1/content/post?per_page=2')
+    expect([exact.body.meta.total, exact.body.meta.last_page, exact.body.data.length]).toEqual([5, 3, 2])
+    expect((await api.get('/api/v1/content/post?per_page=2&page=3')).body.data).toHaveLength(1)
+    // The owner repairs; the next check goes back to the kept counts.
+    await db.sql`select vitrine_repair_live_entry_counts()`
+    expect(await drift()).toEqual([])
+    await api.liveCounts!.check()
+    expect(api.liveCounts!.countByScan('post')).toBe(false)
+    expect(api.logs.some((line) => line.includes('agrees again'))).toBe(true)
+    expect((await api.get('/api/v1/content/post')).body.meta.total).toBe(5)
+  })
+})
