@@ -47,10 +47,14 @@ if (import.meta.main) {
   // The entry before the last page: where the cursor of the last page continues.
   const [before] = await db`select extract(epoch from e.published_at)::text as position, e.id from entries e where ${live} order by e.published_at desc nulls last, e.id desc offset ${Math.max(0, lastOffset - 1)} limit 1`
   const after = decodeCursor(encodeCursor(2, before!.position, before!.id)).position
+  // And one halfway down the dated range: a cursor page deep among dated entries.
+  const [middle] = await db`select extract(epoch from e.published_at)::text as position, e.id from entries e where ${live} and e.published_at is not null order by e.published_at desc, e.id desc offset ${Math.floor(total / 2)} limit 1`
+  const halfway = decodeCursor(encodeCursor(2, middle!.position, middle!.id)).position
   const cases: [string, PendingQuery<any>][] = [
     ['list page 1', listStatement(db, { type, lang: undefined, limit: 20, start: { offset: 0 } })],
     ['list last page by page', listStatement(db, { type, lang: undefined, limit: 20, start: { offset: lastOffset } })],
     ['list last page by cursor', listStatement(db, { type, lang: undefined, limit: 20, start: { after } })],
+    ['list page by cursor halfway down the dated entries', listStatement(db, { type, lang: undefined, limit: 20, start: { after: halfway } })],
     ['slug', findStatement(db, { type, lang: undefined, slug: 'entry-1004' })],
   ]
   for (const [name, statement] of cases) {

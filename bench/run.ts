@@ -15,13 +15,14 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
-import { connectDatabase, type Sql } from '../src/db/connect'
+import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
 import { migrate } from '../src/db/migrate'
 import { resolveDatabase } from '../src/db/open'
 import { findStatement, listStatement } from '../src/content/queries'
 import { createLogger } from '../src/log'
 import { datasetSql } from './dataset'
 import { CONNECTIONS, load, readSeconds, type Measure } from './load'
+import { explainPrepared } from './explain-list'
 
 const ROOT = join(import.meta.dir, '..')
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
@@ -67,7 +68,9 @@ try {
   await sql.unsafe('vacuum analyze')
   console.log(`Built in ${((performance.now() - started) / 1000).toFixed(1)} s.\n`)
 
-  await explainPlans(sql)
+  // The ceiling and the plans go through a pool with the service's own session settings (one generic plan, no JIT).
+  const reader = openReadPool(benchUrl, config)
+  await explainPlans(reader)
 
   const lean = await startServer(join(import.meta.dir, 'no-extensions'))
 
@@ -80,7 +83,7 @@ try {
     const service = await load(tool, lean.base + benchCase.path, SECONDS)
     noteFailedRequests(benchCase.name, service)
     const rss = peakRssMb(lean.pid)
-    const ceiling = await ceilingOf(sql, benchCase)
+    const ceiling = await ceilingOf(reader, benchCase)
     rows.push(
       `| ${benchCase.name} | ${service.rps.toFixed(0)} | ${service.p50.toFixed(1)} | ${service.p99.toFixed(1)} | ${service.errors} | ${rss} | ${ceiling.toFixed(0)} | ${(service.rps / ceiling).toFixed(2)} |`,
     )
@@ -109,8 +112,8 @@ try {
     path: '',
     statement: (db) => listStatement(db, { type: 'post', lang: undefined, limit: 100, start: { offset: 0 }, withModel }),
   })
-  const leanCeiling = await ceilingOf(sql, statement(false))
-  const modelCeiling = await ceilingOf(sql, statement(true))
+  const leanCeiling = await ceilingOf(reader, statement(false))
+  const modelCeiling = await ceilingOf(reader, statement(true))
   const row = (name: string, measures: Measure[], ceiling: number) =>
     `| ${name} | ${median(measures, 'rps').toFixed(0)} | ${median(measures, 'p50').toFixed(1)} | ${median(measures, 'p99').toFixed(1)} | ${ceiling.toFixed(0)} |`
   const hook = [
@@ -124,6 +127,7 @@ try {
   ].join('\n')
   console.log(`${hook}\n`)
   await writeFile(join(ROOT, 'bench', 'last-run.md'), `${table}\n\n${hook}\n`)
+  await reader.end()
   await sql.end()
 } finally {
   await stopServers()
@@ -161,20 +165,22 @@ async function stopServers() {
   await Promise.all(servers.map((server) => server.exited))
 }
 
-async function explainPlans(sql: Sql) {
+async function explainPlans(reader: Sql) {
   const plans: [string, Case['statement']][] = [
     ['list page 1', CASES[0].statement],
     ['list page 2000', CASES[2].statement],
     ['single entry by slug', CASES[4].statement],
   ]
+  // Prepared once and executed, as the service runs them (explain-list.ts), on one connection.
+  const connection = openReadPool(benchUrl, { ...config, databasePoolMax: 1 })
   for (const [name, statement] of plans) {
-    const rows = await sql`explain (analyze, buffers, format text) ${statement(sql) as never}`
-    const lines = rows.map((row) => row['QUERY PLAN'] as string)
-    const seqScans = lines.filter((line) => /Seq Scan on entries\b/.test(line))
-    console.log(`EXPLAIN ANALYZE ${name}: ${lines[0].trim()}`)
-    console.log(`  ${lines.filter((line) => /Execution Time|Planning Time/.test(line)).map((line) => line.trim()).join('; ')}`)
+    const { planningMs, executionMs, plan } = await explainPrepared(connection, statement(connection) as never)
+    const seqScans = plan.filter((line) => /Seq Scan on entries\b/.test(line))
+    console.log(`EXPLAIN ANALYZE ${name}: ${plan[0]!.trim()}`)
+    console.log(`  planning ${planningMs} ms; execution ${executionMs} ms (medians of 5)`)
     console.log(`  sequential scans of entries: ${seqScans.length}`)
   }
+  await connection.end()
   console.log()
 }
 

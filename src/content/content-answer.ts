@@ -104,7 +104,9 @@ function listLink(options: AnswerOptions & { perPage: number }, result: EntryPag
   }
   const links: string[] = []
   const last = result.rows.at(-1)
-  if (result.hasMore && last) links.push(`<${url({ after: encodeCursor(start.page + 1, last.position, last.id) })}>; rel="next"`)
+  // A page number past 2^53 - 1 cannot be read back (C6): the cursor then keeps the last one.
+  const nextPage = Math.min(start.page + 1, Number.MAX_SAFE_INTEGER)
+  if (result.hasMore && last) links.push(`<${url({ after: encodeCursor(nextPage, last.position, last.id) })}>; rel="next"`)
   if (!start.cursor && start.page > 1) links.push(`<${url({ page: Math.min(start.page - 1, meta.last_page) })}>; rel="prev"`)
   links.push(`<${url({ page: 1 })}>; rel="first"`, `<${url({ page: meta.last_page })}>; rel="last"`)
   return links.join(', ')
