@@ -130,6 +130,11 @@ describe('C39: keyset continuation (Link rel="next" with an after cursor)', () =
     // A cursor page knows no page before it.
     const cursorPage = await api.get(pathOf(rels.next!))
     expect(links(cursorPage.headers).prev).toBeUndefined()
+    // A 304 leaves the links to the body the client holds (C32 lists what it carries).
+    const plain = await api.get('/api/v1/content/post?per_page=3')
+    const revalidated = await api.get('/api/v1/content/post?per_page=3', { headers: { 'if-none-match': plain.headers.get('etag') ?? '' } })
+    expect(revalidated.status).toBe(304)
+    expect(revalidated.headers.get('link')).toBeNull()
     // HEAD carries it too; a 404 has none.
     expect((await api.get('/api/v1/content/post', { method: 'HEAD' })).headers.get('link')).toBe((await api.get('/api/v1/content/post')).headers.get('link'))
     expect((await api.get('/api/v1/content/nope')).headers.get('link')).toBeNull()
@@ -155,6 +160,9 @@ describe('C39: keyset continuation (Link rel="next" with an after cursor)', () =
     // A cursor made up to point into hidden entries shows live entries only.
     const hiddenPlace = encodeCursor(2, String((Date.now() - 2 * HOUR) / 1000), 999_999)
     expect((await api.get(`/api/v1/content/post?after=${hiddenPlace}`)).body.data).toEqual([])
+    // A place in the future comes before every live entry: the walk starts at the top.
+    const futurePlace = encodeCursor(2, String(Date.now() / 1000 + 365 * 86_400), 1)
+    expect(ids((await api.get(`/api/v1/content/post?after=${futurePlace}`)).body)).toEqual([live])
   })
 
   test('C39: a bad cursor, or after with page, is a 400 with a clear message, and asks nothing of the database', async () => {

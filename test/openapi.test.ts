@@ -141,7 +141,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(Object.keys(document.paths[SHOW].get.responses)).toEqual(['200', '304', '404', '500', '503'])
     // C32: a 304 carries the ETag and Cache-Control it revalidated, and no body.
     expect(document.components.responses.NotModified.content).toBeUndefined()
-    expect(Object.keys(document.components.responses.NotModified.headers)).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control'])
+    expect(Object.keys(document.components.responses.NotModified.headers)).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
     for (const path of [LIST, SHOW]) {
       expect(Object.keys(document.paths[path])).toEqual(['parameters', 'get', 'post', 'put', 'patch', 'delete'])
       for (const method of ['post', 'put', 'patch', 'delete']) {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { openReadPool } from '../src/db/connect'
+import { connectDatabase, openReadPool } from '../src/db/connect'
 import { createTestDatabase } from './support/database'
 import { addEntry } from './support/fixtures'
 import { startService } from './support/service'
@@ -47,6 +47,16 @@ describe('read-only by construction', () => {
       expect((await fetch(`${service.url}/readyz`)).status).toBe(200)
       expect(service.output()).not.toContain('"level":"error"')
       expect(service.output()).not.toContain('pending migrations')
+      // C18: the reader compares the kept counts (at start) but may neither rebuild nor fold them.
+      expect(service.output()).not.toContain('could not compare the kept live entry counts')
+      const reader = connectDatabase(url.toString(), { max: 1 })
+      try {
+        await expect(reader`select vitrine_repair_live_entry_counts()`).rejects.toMatchObject({ code: '42501' })
+        await expect(reader`select vitrine_fold_live_entry_counts(array[1]::bigint[])`).rejects.toMatchObject({ code: '42501' })
+        expect(await reader`select * from vitrine_live_entry_count_drift()`).toHaveLength(0)
+      } finally {
+        await reader.end()
+      }
     } finally {
       expect(await service.stop()).toBe(0)
     }

@@ -27,7 +27,9 @@ create index live_entry_count_deltas_range
   on live_entry_count_deltas (content_type_id, live_from) include (delta);
 
 -- Folds, for the given types, the rows that are already live into one row per type and kind
--- (dated, undated), once a type has gathered 64 or more of them. Skipped when another
+-- (dated, undated), once a type has gathered 64 or more of them. Dated rows fold once live for a
+-- second: a reader whose now() was taken just before a fold committed, and whose snapshot just
+-- after, still finds the rows between its now() and the fold's on their own. Skipped when another
 -- transaction is folding (try-lock, no waiting) and in repeatable read or serializable
 -- transactions (their snapshot may miss another fold's rows, and deleting those would be a
 -- serialization failure for the writer).
@@ -50,15 +52,24 @@ begin
         select 1
         from live_entry_count_deltas d
         where d.content_type_id = t.content_type_id
-          and d.live_from <= now()
+          and d.live_from <= now() - interval '1 second'
         limit 64
-      ) live_rows
+      ) dated_rows
+    ) + (
+      select count(*)
+      from (
+        select 1
+        from live_entry_count_deltas d
+        where d.content_type_id = t.content_type_id
+          and d.live_from is null
+        limit 64
+      ) undated_rows
     ) >= 64
   ),
   folded as (
     delete from live_entry_count_deltas d
     where d.content_type_id in (select content_type_id from crowded)
-      and (d.live_from <= now() or d.live_from is null)
+      and (d.live_from <= now() - interval '1 second' or d.live_from is null)
     returning d.content_type_id, d.live_from is null as undated, d.delta
   )
   insert into live_entry_count_deltas (content_type_id, live_from, delta)
@@ -149,43 +160,46 @@ create trigger entries_counted_delete after delete on entries
 create trigger entries_counted_truncate after truncate on entries
   for each statement execute function vitrine_entries_truncated_counted();
 
--- Where the kept counts and count(*) disagree, at this moment: no row when they agree. The
--- service runs this at start and every LIVE_COUNT_CHECK_SECONDS, and counts by scanning the
--- entries of a type that drifted until this says it agrees again.
+-- Where the kept counts and count(*) disagree, at this moment, for the dated and the undated live
+-- entries of each type apart (a page by number splits its offset between the two): no row when
+-- they agree. The service runs this at start and every LIVE_COUNT_CHECK_SECONDS, and counts by
+-- scanning the entries of a type that drifted until this says it agrees again.
 create function vitrine_live_entry_count_drift()
-returns table (content_type_id bigint, counted bigint, kept bigint)
+returns table (content_type_id bigint, undated boolean, counted bigint, kept bigint)
 language sql
 stable
 set search_path from current
 as $$
   with counted as (
-    select e.content_type_id, count(*) as live
+    select e.content_type_id, e.published_at is null as undated, count(*) as live
     from entries e
     where e.status = 'published'
       and (e.published_at is null or e.published_at <= now())
-    group by e.content_type_id
+    group by e.content_type_id, e.published_at is null
   ),
   kept as (
-    select d.content_type_id, sum(d.delta)::bigint as live
+    select d.content_type_id, d.live_from is null as undated, sum(d.delta)::bigint as live
     from live_entry_count_deltas d
     where d.live_from is null or d.live_from <= now()
-    group by d.content_type_id
+    group by d.content_type_id, d.live_from is null
   )
-  select coalesce(c.content_type_id, k.content_type_id), coalesce(c.live, 0), coalesce(k.live, 0)
+  select coalesce(c.content_type_id, k.content_type_id), coalesce(c.undated, k.undated), coalesce(c.live, 0), coalesce(k.live, 0)
   from counted c
-  full join kept k on k.content_type_id = c.content_type_id
+  full join kept k on k.content_type_id = c.content_type_id and k.undated = c.undated
   where coalesce(c.live, 0) <> coalesce(k.live, 0)
 $$;
 
 -- Rebuilds the kept counts from the entries: after writes with the triggers disabled (see the
--- design note). Blocks writers of entries for as long as it counts them.
+-- design note). Blocks writers of entries, and another repair, for as long as it counts them
+-- (share row exclusive conflicts with itself: two repairs at once would double every count).
+-- Then every Vitrine drops its cached answers.
 create function vitrine_repair_live_entry_counts() returns void
 language plpgsql
 security definer
 set search_path from current
 as $$
 begin
-  lock table entries in share mode;
+  lock table entries in share row exclusive mode;
   delete from live_entry_count_deltas;
   insert into live_entry_count_deltas (content_type_id, live_from, delta)
   select
@@ -199,7 +213,13 @@ begin
   from entries e
   where e.status = 'published'
   group by 1, 2;
+  perform vitrine_notify_change('live_entry_count_deltas', null);
 end
 $$;
+
+-- Security definer functions that write: the owner's only (the trigger functions cannot be
+-- called but as triggers). Nobody else may rebuild or fold the counts.
+revoke execute on function vitrine_fold_live_entry_counts(bigint[]) from public;
+revoke execute on function vitrine_repair_live_entry_counts() from public;
 
 select vitrine_repair_live_entry_counts();

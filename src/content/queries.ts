@@ -97,15 +97,14 @@ export interface FindOptions {
 /**
  * The list endpoint in one statement: the content type, the language in
  * effect, the count of live entries (C18) and one page of them in list order
- * (C11), each with its translation, author, image variants and terms, plus one
- * entry more when there is one (`hasMore`).
+ * (C11), each with its translation, author, image variants and terms, and
+ * whether a live entry follows the page (one more is selected, not built).
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
   const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
-  const rows = result.rows.slice(0, options.limit).map((row) => completeRow(row, languages))
-  return { ...headerOf(result), languages, total: result.total, rows, hasMore: result.rows.length > options.limit }
+  return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
 }
 
 /**
@@ -129,10 +128,17 @@ export function listStatement(sql: Sql, { type, lang, limit, start, countByScan 
       union all
       select *
       from undated_page
+    ),
+    page_entries as (
+      select *
+      from selected_entries e
+      order by ${listOrder(sql)}
+      limit ${limit}::int8
     )
     select
       ${resultHeader(sql)},
       (select dated + undated from live_counts) as total,
+      (select count(*) from selected_entries) > ${limit}::int8 as has_more,
       ${entryRows(sql, withModel)} as rows
   `
 }
@@ -210,7 +216,15 @@ function pageByOffset(sql: Sql, rows: number, offset: number): PendingQuery<Row[
   `
 }
 
-/** C39: a page that continues right after a place in list order, at the same cost at any depth. */
+/** Above every id: a place after which every entry of its time comes. */
+const MAX_ID = '9223372036854775807'
+
+/**
+ * C39: a page that continues right after a place in list order, at the same
+ * cost at any depth. A place in the future (a cursor made up, or one whose
+ * time the clock has not reached) starts at now(): the index range never
+ * walks embargoed entries, whose number and times would show in its cost (C2).
+ */
 function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Row[]> {
   if (after.publishedAt === null) {
     return sql`
@@ -234,7 +248,10 @@ function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Ro
       select e.*
       from entries e
       where ${isDatedLive(sql)}
-        and (e.published_at, e.id) < (${positionTime(sql, after.publishedAt)}, ${after.id}::int8)
+        and (e.published_at, e.id) < (
+          least(${positionTime(sql, after.publishedAt)}, now()),
+          case when ${positionTime(sql, after.publishedAt)} > now() then ${MAX_ID}::int8 else ${after.id}::int8 end
+        )
       order by ${listOrder(sql)}
       limit ${rows}::int8
     ),
@@ -265,7 +282,7 @@ export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promi
 export function findStatement(sql: Sql, { type, lang, slug, withModel = false }: FindOptions): PendingQuery<ResultRow[]> {
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
-    selected_entries as (
+    page_entries as (
       select e.*
       from entries e
       where e.id = (
@@ -319,6 +336,8 @@ export interface ResultRow extends Row {
   selected_language: string | null
   default_language: string | null
   total: number
+  /** Lists only. */
+  has_more?: boolean
   rows: EntryRow[]
 }
 
@@ -378,7 +397,7 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
 }
 
 /**
- * The entries of `selected_entries` as a JSON array of EntryRow, in list order:
+ * The entries of `page_entries` as a JSON array of EntryRow, in list order:
  * lean (the item's own translation, image variants and terms), or with each
  * entry's model (C25), from which completeRow then takes those. Every relation
  * is a subquery per entry: an index lookup whatever the planner guesses of the
@@ -405,7 +424,7 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
         ),
         '[]'::json
       )
-      from selected_entries e
+      from page_entries e
     )
   `
 }

@@ -74,12 +74,13 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
       'surrogate-key': answer.surrogateKeys,
       'x-cache': read.status,
     })
-    if (answer.link) set.headers.link = answer.link
     if (read.status === 'HIT') set.headers.age = String(read.ageSeconds)
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), etag)) {
       delete set.headers['content-type']
       return new Response(null, { status: 304 })
     }
+    // C39: where the walk goes on, with the body it belongs to.
+    if (answer.link) set.headers.link = answer.link
     return new Response(body, { status: answer.status, headers: { 'content-type': JSON_CONTENT_TYPE } })
   }
 

@@ -181,7 +181,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           description:
             'An opaque cursor, from the `next` link of a list answer (C39): the page that continues right after the last entry of that answer, at the same cost at any depth. ' +
             '`meta.current_page` then shows the number of the page it opens. Not with `page`.',
-          schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', examples: ['WzIsIjE3NjczMDA2MDAwMDAwMDAiLDQyXQ'] },
+          schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', maxLength: 200, examples: ['WzIsIjE3NjczMDA2MDAwMDAwMDAiLDQyXQ'] },
         },
         IfNoneMatch: {
           name: 'If-None-Match',
@@ -199,7 +199,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
       responses: {
         NotModified: {
           description: 'The answer has not changed since the one whose ETag you sent: use yours (C32).',
-          headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control'),
+          headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'),
         },
         BadParameter: errorResponse(
           '`page` or `per_page` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header, or `page` and `after` are both given.',

@@ -240,7 +240,7 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'sql/migrations/0003_live_entry_counts.sql',
-        find: '      and (d.live_from <= now() or d.live_from is null)\n',
+        find: "      and (d.live_from <= now() - interval '1 second' or d.live_from is null)\n",
         replace: '      and true\n',
       },
     ],
