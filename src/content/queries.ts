@@ -146,7 +146,8 @@ export function listStatement(sql: Sql, { type, lang, limit, start, countByScan 
 /**
  * A publication time from whole seconds and microseconds, exact: a float8 holds
  * whole seconds exactly and to_timestamp multiplies them by 10^6 without loss
- * for every timestamp PostgreSQL can hold.
+ * up to about the year 20 000 (the product stays below 2^53 × 64), far past any
+ * time a live entry can have (C1: not after now()).
  */
 function positionTime(sql: Sql, time: { seconds: number; microseconds: number }): PendingQuery<Row[]> {
   return sql`(to_timestamp(${time.seconds}::float8) + ${time.microseconds}::int8 * interval '1 microsecond')`
