@@ -15,6 +15,7 @@ import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { percentile } from '../test/support/correlated-load'
 import { CONNECTIONS, load, readSeconds } from './load'
+import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
@@ -110,22 +111,16 @@ interface Started {
 }
 
 async function startService(env: Record<string, string>): Promise<Started> {
-  const port = 30_000 + Math.floor(Math.random() * 20_000)
-  const child = Bun.spawn(['bun', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', EXTENSIONS_DIR: join(import.meta.dir, 'no-extensions'), ...env },
-    stdout: 'inherit',
-    stderr: 'inherit',
+  const { base: url, process: child } = await startBenchService({
+    databaseUrl: benchUrl,
+    env,
+    // Ready when it answers from memory: the change listener is up.
+    ready: async (base) => {
+      const response = await fetch(`${base}/api/v1/content/post`)
+      return env.CACHE === 'off' || response.headers.get('x-cache') === 'HIT'
+    },
   })
   children.push(child)
-  const url = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    // Ready when it answers from memory: the change listener is up.
-    const response = await fetch(`${url}/api/v1/content/post`).catch(() => null)
-    if (response && (env.CACHE === 'off' || response.headers.get('x-cache') === 'HIT')) break
-    if (i > 300) throw new Error(`the service with ${JSON.stringify(env)} did not come up`)
-    await Bun.sleep(100)
-  }
   return { url, pid: child.pid, toString: () => url }
 }
 

@@ -23,6 +23,7 @@ import { createLogger } from '../src/log'
 import { datasetSql } from './dataset'
 import { CONNECTIONS, load, readSeconds, type Measure } from './load'
 import { explainPrepared } from './explain-list'
+import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
@@ -146,17 +147,9 @@ function noteFailedRequests(name: string, measure: Measure): Measure {
 
 /** Starts the service on the bench database with the extensions of `extensionsDir`. */
 async function startServer(extensionsDir: string): Promise<Server> {
-  const port = 30_000 + Math.floor(Math.random() * 20_000)
-  const server = Bun.spawn(['bun', 'src/main.ts'], {
-    cwd: ROOT,
-    // CACHE=off: this half measures each request's statement; bench/cache.ts measures the cache.
-    env: { ...process.env, DATABASE_URL: benchUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', EXTENSIONS_DIR: extensionsDir, CACHE: 'off' },
-    stdout: 'inherit',
-    stderr: 'inherit',
-  })
+  // CACHE=off: this half measures each request's statement; bench/cache.ts measures the cache.
+  const { base, process: server } = await startBenchService({ databaseUrl: benchUrl, env: { EXTENSIONS_DIR: extensionsDir, CACHE: 'off' } })
   servers.push(server)
-  const base = `http://127.0.0.1:${port}`
-  await waitForHealth(base)
   return { base, pid: server.pid }
 }
 
@@ -197,16 +190,6 @@ async function ceilingOf(sql: Sql, benchCase: Case): Promise<number> {
   const started = performance.now()
   await Promise.all(Array.from({ length: CONNECTIONS }, loop))
   return count / ((performance.now() - started) / 1000)
-}
-
-async function waitForHealth(base: string) {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return
-    } catch {}
-    await Bun.sleep(100)
-  }
-  throw new Error('The service did not come up.')
 }
 
 function resetPeakRss(pid: number) {

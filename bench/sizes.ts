@@ -46,6 +46,7 @@ import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
 import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
 import { explainPrepared } from './explain-list'
+import { startBenchService } from './service'
 import { migrate } from '../src/db/migrate'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
@@ -92,7 +93,7 @@ const failedRequests: string[] = []
 const baselineFailures: string[] = []
 
 try {
-  const listStatements = { current: await importListStatement(ROOT), baseline: BASELINE ? await importListStatement(BASELINE) : undefined }
+  const listStatements = { current: await importExplainer(ROOT), baseline: BASELINE ? await importExplainer(BASELINE) : undefined }
   const header = [
     `# Size benchmark, ${new Date().toISOString().slice(0, 16)}Z`,
     '',
@@ -128,7 +129,7 @@ if (failedRequests.length) {
 }
 
 /** One size: its database, the EXPLAIN timings, the four cases on each checkout. */
-async function benchSize(size: number, listStatements: Record<Checkout, ListStatement | string | undefined>) {
+async function benchSize(size: number, listStatements: Record<Checkout, Explainer | string | undefined>) {
   const database = await ensureDatabase(size)
   const pool = openReadPool(database.url, config)
   pools.push(pool)
@@ -330,10 +331,9 @@ interface Explainer {
   listStatement: (sql: Sql, options: Record<string, unknown>) => unknown
   openReadPool: (url: string, settings: { databasePoolMax: number; databaseTimeoutMs: number }) => Sql
 }
-type ListStatement = Explainer
 
 /** The checkout's `listStatement` (src/content/queries.ts) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a. */
-async function importListStatement(directory: string): Promise<ListStatement | string> {
+async function importExplainer(directory: string): Promise<Explainer | string> {
   try {
     const { listStatement } = await import(join(directory, 'src', 'content', 'queries.ts'))
     const { openReadPool } = await import(join(directory, 'src', 'db', 'connect.ts'))
@@ -349,7 +349,7 @@ async function importListStatement(directory: string): Promise<ListStatement | s
  * prepared once and executed, as the service runs it (see explain-list.ts). A
  * statement that cannot be made or explained gets the reason instead.
  */
-async function explainTimes(url: string, explainer: ListStatement | string, statements: { name: string; limit: number; offset: number }[]) {
+async function explainTimes(url: string, explainer: Explainer | string, statements: { name: string; limit: number; offset: number }[]) {
   const times: Record<string, Timing | string> = {}
   if (typeof explainer === 'string') {
     for (const { name } of statements) times[name] = explainer
@@ -470,25 +470,9 @@ function summarize(results: SizeResult[], alternating: Alternating | undefined):
 
 /** The services of one size, stopped before the next size (and by the `finally`). */
 async function startService(directory: string, databaseUrl: string): Promise<string> {
-  const port = freePort()
-  const service = Bun.spawn(['bun', 'src/main.ts'], {
-    cwd: directory,
-    // CACHE=off: each request runs its statement; bench/cache.ts measures the cache.
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      EXTENSIONS_DIR: join(ROOT, 'bench', 'no-extensions'),
-      CACHE: 'off',
-    },
-    stdout: 'inherit',
-    stderr: 'inherit',
-  })
+  // CACHE=off: each request runs its statement; bench/cache.ts measures the cache.
+  const { base, process: service } = await startBenchService({ directory, databaseUrl, env: { CACHE: 'off' } })
   services.push(service)
-  const base = `http://127.0.0.1:${port}`
-  await waitForHealth(base, service, directory)
   return base
 }
 
@@ -497,26 +481,6 @@ async function release() {
   const stopping = services.splice(0)
   for (const service of stopping) service.kill('SIGTERM')
   await Promise.all([...stopping.map((service) => service.exited), ...pools.splice(0).map((pool) => pool.end())])
-}
-
-async function waitForHealth(base: string, service: ReturnType<typeof Bun.spawn>, directory: string) {
-  for (let i = 0; i < 300; i++) {
-    // A checkout whose service cannot start (a missing dependency, a bad setting) says so at once, not after the wait.
-    if (service.exitCode !== null) throw new Error(`The service of ${directory} exited (code ${service.exitCode}) before it served.`)
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return
-    } catch {}
-    await Bun.sleep(100)
-  }
-  throw new Error(`The service at ${base} did not come up.`)
-}
-
-/** A port free right now: the operating system picks it. */
-function freePort(): number {
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = server.port!
-  server.stop(true)
-  return port
 }
 
 function commitOf(directory: string): string {

@@ -55,7 +55,10 @@ export interface AnswerOptions {
 }
 
 /** Where a list page starts: a page number (C6), or a cursor that also says which page it opens (C39). */
-export type ListStart = { page: number; cursor: null } | { page: number; cursor: Cursor }
+export interface ListStart {
+  page: number
+  cursor: Cursor | null
+}
 
 const encoder = new TextEncoder()
 

@@ -206,13 +206,20 @@ function pageByOffset(sql: Sql, rows: number, offset: number): PendingQuery<Row[
       limit case when ${offset}::int8 < (select dated from live_counts) then ${rows}::int8 else 0 end
       offset ${offset}::int8
     ),
+    ${undatedRest(sql, rows, sql`greatest(${offset}::int8 - (select dated from live_counts), 0)`)}
+  `
+}
+
+/** The undated range, after `skip` of its entries, for what dated_page left of the page. */
+function undatedRest(sql: Sql, rows: number, skip: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`
     undated_page as (
       select e.*
       from entries e
       where ${isUndatedLive(sql)}
       order by ${listOrder(sql)}
       limit ${rows}::int8 - (select count(*) from dated_page)
-      offset greatest(${offset}::int8 - (select dated from live_counts), 0)
+      offset ${skip}
     )
   `
 }
@@ -256,13 +263,7 @@ function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Ro
       order by ${listOrder(sql)}
       limit ${rows}::int8
     ),
-    undated_page as (
-      select e.*
-      from entries e
-      where ${isUndatedLive(sql)}
-      order by ${listOrder(sql)}
-      limit ${rows}::int8 - (select count(*) from dated_page)
-    )
+    ${undatedRest(sql, rows, sql`0`)}
   `
 }
 

@@ -192,8 +192,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/queries.ts',
-        find: 'offset greatest(${offset}::int8 - (select dated from live_counts), 0)',
-        replace: 'offset ${offset}::int8',
+        find: 'sql`greatest(${offset}::int8 - (select dated from live_counts), 0)`',
+        replace: 'sql`${offset}::int8`',
       },
     ],
     tests: [...CONTENT, CURSOR],

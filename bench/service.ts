@@ -1,0 +1,66 @@
+/**
+ * The service as every benchmark starts it: `bun src/main.ts` of a checkout,
+ * on 127.0.0.1 at a port the system picked, LOG_LEVEL=warn, no extensions
+ * unless told, and the benchmark's own settings over those.
+ */
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '..')
+
+export interface BenchService {
+  base: string
+  process: ReturnType<typeof Bun.spawn>
+}
+
+export interface BenchServiceOptions {
+  databaseUrl: string
+  /** The checkout to run (default: this one). */
+  directory?: string
+  /** Settings over the defaults above (EXTENSIONS_DIR, CACHE…). */
+  env?: Record<string, string>
+  /** When the service counts as up (default: /healthz answers 200). */
+  ready?: (base: string) => Promise<boolean>
+}
+
+/**
+ * Starts the service and waits until it is up; a service that exits first fails at once.
+ * @example const { base, process } = await startBenchService({ databaseUrl, env: { CACHE: 'off' } })
+ */
+export async function startBenchService({ databaseUrl, directory = ROOT, env = {}, ready = healthy }: BenchServiceOptions): Promise<BenchService> {
+  const port = freePort()
+  const service = Bun.spawn(['bun', 'src/main.ts'], {
+    cwd: directory,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      EXTENSIONS_DIR: join(ROOT, 'bench', 'no-extensions'),
+      ...env,
+    },
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
+  const base = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 300; i++) {
+    // A checkout whose service cannot start (a missing dependency, a bad setting) says so at once, not after the wait.
+    if (service.exitCode !== null) throw new Error(`The service of ${directory} exited (code ${service.exitCode}) before it served.`)
+    if (await ready(base).catch(() => false)) return { base, process: service }
+    await Bun.sleep(100)
+  }
+  service.kill('SIGTERM')
+  throw new Error(`The service of ${directory} at ${base} did not come up.`)
+}
+
+async function healthy(base: string): Promise<boolean> {
+  return (await fetch(`${base}/healthz`)).ok
+}
+
+/** A port free right now: the operating system picks it. */
+function freePort(): number {
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = server.port!
+  server.stop(true)
+  return port
+}
