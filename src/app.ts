@@ -4,6 +4,7 @@ import type { Config } from './config'
 import type { ContentAnswer } from './content/content-answer'
 import type { Sql } from './db/connect'
 import type { LiveCountCheck } from './content/live-count-check'
+import { AnswerSlot, type PreparedAnswer } from './content/answer-slot'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
@@ -20,25 +21,38 @@ export interface AppDependencies {
   /** The filter hook's callbacks; none by default. */
   filters?: FilterRegistry
   /** The response cache (C35); without it every answer is loaded (X-Cache: BYPASS). */
-  cache?: ContentCache<ContentAnswer>
+  cache?: ContentCache<ContentAnswer, PreparedAnswer>
   /** Which types' live entries are counted one by one, their kept count having drifted (C18); none without it. */
   liveCounts?: LiveCountCheck
 }
 
+/** The whole HTTP service, not listening. */
+export interface App {
+  /** Answers a request: what `Bun.serve` calls (a kept answer comes back at once). */
+  fetch(request: Request): Response | Promise<Response>
+  /** The same, always a promise: what tests call. */
+  handle(request: Request): Promise<Response>
+}
+
 /**
  * The whole HTTP service, not listening: `main.ts` serves it, tests call `app.handle(request)`.
+ * A request whose answer the cache keeps is answered by the cache's slot; all
+ * others by the Elysia app (its routes end in the same slot).
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
-export function createApp(dependencies: AppDependencies) {
+export function createApp(dependencies: AppDependencies): App {
   const { config, filters = new FilterRegistry() } = dependencies
   // Built here, once: from this app's settings and extensions, never from what it served.
   const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema })
+  const slot = new AnswerSlot(dependencies)
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
-  return new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
+  const app = new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
     .use(requestPolicy(dependencies.log, config.cacheMaxAge))
     .use(corsPolicy(config))
     .use(apiDocumentation(document))
     .use(healthRoutes(dependencies))
-    .use(contentRoutes({ ...dependencies, filters }))
+    .use(contentRoutes({ ...dependencies, filters }, slot))
+  const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
+  return { fetch, handle: async (request) => fetch(request) }
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
+import { t } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
 import { cachedTestApp } from './support/cached-app'
 import { testApp } from './support/app'
@@ -353,32 +354,185 @@ describe('C32: ETag and If-None-Match', () => {
   })
 })
 
-describe('C38: with filter callbacks, the chain runs on every request; only the database result is kept', () => {
-  test('a HIT still runs the callbacks, and each request gets its own variant', async () => {
-    await addEntry(db.sql, { translations: { en: { slug: 'hello', excerpt: 'members only' } } })
-    let calls = 0
+describe('C38 (revised): the chain\'s output is kept per variant of what it read', () => {
+  /** Removes the excerpt for readers without X-Member; counts its runs. */
+  function membersOnly() {
+    const counter = { calls: 0 }
     const filters = new FilterRegistry()
     filters.add('service/api/content-item', (data, _content, context) => {
-      calls++
+      counter.calls++
       if (context.request.headers.has('x-member')) return data
       const { excerpt: _excerpt, ...rest } = data
       return rest
     }, { schema: { remove: ['excerpt'] } })
+    return { filters, counter }
+  }
+
+  test('one chain run per value of what it read: a kept variant is the same bytes, ETag and Vary as the chain gives, from no statement', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', excerpt: 'members only' } } })
+    const { filters, counter } = membersOnly()
     const hooked = await cachedTestApp(db.url, {}, filters)
+    const fresh = testApp(db.url, {}, filters)
     try {
       await settled(hooked)
       hooked.statements.length = 0
       const anonymous = await hooked.get(`${LIST}/hello`)
       const member = await hooked.get(`${LIST}/hello`, { headers: { 'x-member': '1' } })
       const again = await hooked.get(`${LIST}/hello`)
-      expect([anonymous.headers.get('x-cache'), member.headers.get('x-cache'), again.headers.get('x-cache')]).toEqual(['MISS', 'HIT', 'HIT'])
+      const memberAgain = await hooked.get(`${LIST}/hello`, { headers: { 'x-member': 'yes' } })
+      expect([anonymous, member, again, memberAgain].map((response) => response.headers.get('x-cache'))).toEqual(['MISS', 'HIT', 'HIT', 'HIT'])
       expect(hooked.statements).toHaveLength(1)
-      expect(calls).toBe(3)
+      // has() reads presence only: 'yes' and '1' share a variant.
+      expect(counter.calls).toBe(2)
       expect('excerpt' in anonymous.body.data).toBe(false)
       expect(member.body.data.excerpt).toBe('members only')
-      expect(again.text).toBe(anonymous.text)
+      expect([again.text, again.headers.get('etag')]).toEqual([anonymous.text, anonymous.headers.get('etag')])
+      expect([memberAgain.text, memberAgain.headers.get('etag')]).toEqual([member.text, member.headers.get('etag')])
       expect(member.headers.get('etag')).not.toBe(anonymous.headers.get('etag'))
-      expect(anonymous.headers.get('vary')).toContain('x-member')
+      for (const response of [anonymous, member, again, memberAgain]) expect(response.headers.get('vary')).toBe('x-member')
+      // C35: what an uncached service's chain gives now.
+      expect((await fresh.get(`${LIST}/hello`)).text).toBe(again.text)
+      expect((await fresh.get(`${LIST}/hello`, { headers: { 'x-member': '1' } })).text).toBe(memberAgain.text)
+    } finally {
+      await hooked.close()
+      await fresh.close()
+    }
+  })
+
+  test('a callback that reads the URL gets a variant per URL, even where the answer is shared', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data, _content, context) => ({ ...data, seen_at: context.request.url }), { schema: { add: { seen_at: t.String() } } })
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      const plain = await hooked.get(`${LIST}/hello`)
+      // An unknown language resolves to the default: the same answer (C9), another URL.
+      const unknownLang = await hooked.get(`${LIST}/hello?lang=xx`)
+      const plainAgain = await hooked.get(`${LIST}/hello`)
+      expect([plain, unknownLang, plainAgain].map((response) => response.headers.get('x-cache'))).toEqual(['MISS', 'HIT', 'HIT'])
+      expect(plain.body.data.seen_at).toBe(`http://localhost${LIST}/hello`)
+      expect(unknownLang.body.data.seen_at).toBe(`http://localhost${LIST}/hello?lang=xx`)
+      expect(plainAgain.text).toBe(plain.text)
+      expect(plain.headers.get('vary')).toBeNull()
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test('a volatile callback runs on every request for the answers it touches, and only those', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    await addEntry(db.sql, { translations: { en: { slug: 'quiet' } } })
+    let draws = 0
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data) => (data.slug === 'hello' ? { ...data, draw: ++draws } : data), {
+      volatile: true,
+      schema: { add: { draw: t.Optional(t.Number()) } },
+    })
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      hooked.statements.length = 0
+      const first = await hooked.get(`${LIST}/hello`)
+      const second = await hooked.get(`${LIST}/hello`)
+      expect([first.headers.get('x-cache'), second.headers.get('x-cache')]).toEqual(['MISS', 'HIT'])
+      expect([first.body.data.draw, second.body.data.draw]).toEqual([1, 2])
+      expect(second.headers.get('etag')).not.toBe(first.headers.get('etag'))
+      expect(hooked.statements).toHaveLength(1)
+      // The callback runs on every item: declared volatile, it marks every answer it runs on.
+      await hooked.get(`${LIST}/quiet`)
+      await hooked.get(`${LIST}/quiet`)
+      expect(draws).toBe(2)
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test('C36: a write drops the variants with their answer; none computed before it is served after its notification', async () => {
+    const id = await addEntry(db.sql, { translations: { en: { slug: 'hello', excerpt: 'before' } } })
+    const { filters } = membersOnly()
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      await hooked.get(`${LIST}/hello`, { headers: { 'x-member': '1' } })
+      expect((await hooked.get(`${LIST}/hello`, { headers: { 'x-member': '1' } })).headers.get('x-cache')).toBe('HIT')
+      const changed = hooked.nextChange('entry_translations')
+      await db.sql`update entry_translations set excerpt = 'after' where entry_id = ${id}`
+      await changed
+      const member = await hooked.get(`${LIST}/hello`, { headers: { 'x-member': '1' } })
+      expect([member.headers.get('x-cache'), member.body.data.excerpt]).toEqual(['MISS', 'after'])
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test('a header with a new value on every request stays within CACHE_MAX_MB and evicts no other answer', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', body: 'x'.repeat(2000) } } })
+    await addEntry(db.sql, { translations: { en: { slug: 'other' } } })
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data, _content, context) => ({ ...data, session: context.request.headers.get('x-session') ?? '' }), {
+      schema: { add: { session: t.String() } },
+    })
+    const maxBytes = 256 * 1024
+    const hooked = await cachedTestApp(db.url, {}, filters, maxBytes)
+    try {
+      await settled(hooked)
+      await hooked.get(`${LIST}/other`)
+      const sizes: number[] = []
+      for (let index = 0; index < 300; index++) {
+        const response = await hooked.get(`${LIST}/hello`, { headers: { 'x-session': crypto.randomUUID() } })
+        expect(response.status).toBe(200)
+        sizes.push(hooked.cache.stats.bytes)
+      }
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(maxBytes)
+      // Bounded by the variants one answer keeps, long before the bound: the last 200 requests grew nothing.
+      expect(sizes.at(-1)).toBe(sizes[99])
+      expect((await hooked.get(`${LIST}/other`)).headers.get('x-cache')).toBe('HIT')
+      expect(hooked.cache.stats.answers).toBe(2)
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test('a hit answered before the framework carries every header the routes send: GET, HEAD and 304, CORS by list, X-Request-Id, one log line', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', excerpt: 'members only' } } })
+    const { filters } = membersOnly()
+    const hooked = await cachedTestApp(db.url, { CORS_ORIGINS: 'https://app.example', CACHE_MAX_AGE: '30' }, filters)
+    const ignored = new Set(['x-request-id', 'x-cache', 'age', 'date'])
+    const comparable = (headers: Headers) => [...headers].filter(([name]) => !ignored.has(name)).sort(([a], [b]) => a.localeCompare(b))
+    try {
+      for (const path of [`${LIST}/hello`, LIST, `${LIST}/missing`]) {
+        for (const headers of [{}, { 'x-member': '1', origin: 'https://app.example' }, { origin: 'https://elsewhere.example' }] as Record<string, string>[]) {
+          await settled(hooked)
+          // Drop what is kept: the first request of each case takes the routes.
+          hooked.cache.onChange({ table: 'entries', typeIds: 'all' })
+          const routed = await hooked.get(path, { headers })
+          const kept = await hooked.get(path, { headers })
+          expect([routed.headers.get('x-cache'), kept.headers.get('x-cache')]).toEqual(['MISS', 'HIT'])
+          expect(comparable(kept.headers)).toEqual(comparable(routed.headers))
+          expect(kept.text).toBe(routed.text)
+          const etag = routed.headers.get('etag')!
+          for (const method of ['GET', 'HEAD']) {
+            const head = await hooked.app.handle(new Request(`http://localhost${path}`, { method, headers: { ...headers, 'x-request-id': 'from-client.1' } }))
+            expect([head.status, head.headers.get('x-request-id'), head.headers.get('x-cache')]).toEqual([routed.status, 'from-client.1', 'HIT'])
+            expect(await head.text()).toBe(method === 'HEAD' ? '' : routed.text)
+            if (method === 'HEAD') expect(head.headers.get('content-length')).toBe(String(new TextEncoder().encode(routed.text).byteLength))
+            const notModified = await hooked.app.handle(new Request(`http://localhost${path}`, { method, headers: { ...headers, 'if-none-match': etag } }))
+            expect([notModified.status, notModified.headers.get('x-cache'), notModified.headers.get('etag'), notModified.headers.get('content-type')]).toEqual([304, 'HIT', etag, null])
+            expect(notModified.headers.get('vary')).toBe(routed.headers.get('vary'))
+          }
+        }
+      }
+      const logged = hooked.loggedRequest(`${LIST}/hello?logged=1`)
+      await hooked.get(`${LIST}/hello?logged=1`)
+      await logged
+      // A hit answered here logs its line before the response is handed over.
+      expect((await hooked.get(`${LIST}/hello?logged=1`)).headers.get('x-cache')).toBe('HIT')
+      const lines = hooked.logs.filter((line) => line.includes('logged=1')).map((line) => JSON.parse(line))
+      expect(lines.map((line) => [line.msg, line.status, line.method, line.path])).toEqual([
+        ['request', 200, 'GET', `${LIST}/hello`],
+        ['request', 200, 'GET', `${LIST}/hello`],
+      ])
     } finally {
       await hooked.close()
     }

@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
 import { createApp } from '../src/app'
+import { serveApp } from '../src/http/serve'
 import { loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
 import { createLogger } from '../src/log'
@@ -18,8 +19,8 @@ describe('the reference page /docs in a real browser', () => {
   test.skipIf(!CHROMIUM)('shows both operations, with no network beyond the service', async () => {
     const config = loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused', LOG_LEVEL: 'silent' })
     const sql = connectDatabase(config.databaseUrl!)
-    const app = createApp({ sql, config, log: createLogger('silent') }).listen({ port: 0, hostname: '127.0.0.1' })
-    const origin = `http://127.0.0.1:${app.server!.port}`
+    const app = serveApp(createApp({ sql, config, log: createLogger('silent') }), { port: 0, hostname: '127.0.0.1', log: createLogger('silent') })
+    const origin = `http://127.0.0.1:${app.port}`
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

@@ -4,6 +4,7 @@ import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript'
 import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createApp } from '../src/app'
+import { serveApp } from '../src/http/serve'
 import { loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
 import { createLogger } from '../src/log'
@@ -23,8 +24,8 @@ await addLanguage(db.sql, 'fr')
 await addEntry(db.sql, { translations: { en: { title: 'Hello', slug: 'hello', body: 'word '.repeat(450) }, fr: { title: 'Bonjour', slug: 'bonjour' } } })
 const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent' })
 const sql = connectDatabase(db.url)
-const app = createApp({ sql, config, log: createLogger('silent'), filters: await registryOf(readingTime) }).listen({ port: 0, hostname: '127.0.0.1' })
-const baseUrl = `http://127.0.0.1:${app.server!.port}`
+const app = serveApp(createApp({ sql, config, log: createLogger('silent'), filters: await registryOf(readingTime) }), { port: 0, hostname: '127.0.0.1', log: createLogger('silent') })
+const baseUrl = `http://127.0.0.1:${app.port}`
 // Inside the repository, so that the generated code finds node_modules; one folder per run.
 const workdir = await mkdtemp(join(ROOT, 'test', '.generated-clients-'))
 afterAll(async () => {

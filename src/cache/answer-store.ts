@@ -24,7 +24,11 @@ export class AnswerStore<Value> {
   #answers = new Map<string, StoredAnswer<Value>>()
   #bytes = 0
 
-  constructor(readonly maxBytes: number) {}
+  /** `onRemove` hears of every answer that leaves, but for `clear()`. */
+  constructor(
+    readonly maxBytes: number,
+    private readonly onRemove: (key: string, answer: StoredAnswer<Value>) => void = () => {},
+  ) {}
 
   get(key: string, now = performance.now()): StoredAnswer<Value> | undefined {
     const answer = this.#answers.get(key)
@@ -45,10 +49,25 @@ export class AnswerStore<Value> {
     if (answer.bytes > this.maxBytes) return
     this.#answers.set(key, answer)
     this.#bytes += answer.bytes
-    for (const [oldest, stored] of this.#answers) {
-      if (this.#bytes <= this.maxBytes) break
-      this.#remove(oldest, stored)
-    }
+    this.#evict()
+  }
+
+  /** Whether `answer` is the one kept under `key`, as it is; the order of use is left as it is. */
+  holds(key: string, answer: StoredAnswer<Value>): boolean {
+    return this.#answers.get(key) === answer
+  }
+
+  /**
+   * Counts `bytes` more (or fewer) for the answer under `key`, when it is still
+   * `answer` (not dropped, expired or replaced since it was read), and evicts
+   * the least recently used answers past the bound. False when it is not kept.
+   */
+  grow(key: string, answer: StoredAnswer<Value>, bytes: number): boolean {
+    if (!this.holds(key, answer)) return false
+    answer.bytes += bytes
+    this.#bytes += bytes
+    this.#evict()
+    return this.holds(key, answer)
   }
 
   /** Drops the answers of these content types (a type that does not exist changes only with everything). */
@@ -71,8 +90,16 @@ export class AnswerStore<Value> {
     return this.#answers.size
   }
 
+  #evict(): void {
+    for (const [oldest, stored] of this.#answers) {
+      if (this.#bytes <= this.maxBytes) break
+      this.#remove(oldest, stored)
+    }
+  }
+
   #remove(key: string, answer: StoredAnswer<Value>): void {
     this.#answers.delete(key)
     this.#bytes -= answer.bytes
+    this.onRemove(key, answer)
   }
 }

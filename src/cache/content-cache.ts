@@ -1,5 +1,13 @@
-import { AnswerStore } from './answer-store'
+import { AnswerStore, type StoredAnswer } from './answer-store'
 import type { Change, ChangeHandlers, LanguageSet } from './change-listener'
+import { Variants } from './variants'
+
+/** Outputs kept per answer (C38): a header with a new value on every request churns these. */
+const VARIANTS_PER_ANSWER = 32
+/** Request targets that lead to one answer, looked up before any parsing. */
+const TARGETS_PER_ANSWER = 16
+/** What a kept request target costs besides its characters. */
+const TARGET_BYTES = 96
 
 /** Whether the service's cache answered (C34). */
 export type CacheStatus = 'HIT' | 'MISS' | 'BYPASS'
@@ -24,6 +32,28 @@ export interface CachedRead<Value> {
   ageSeconds: number
   /** performance.now() at which the answer stops being true; Infinity when no go-live is ahead. */
   expiresAt: number
+  /** Where the answer is kept, for `keep`; null when it is not (BYPASS, or changed while it was loaded). */
+  slot: Slot<Value, unknown> | null
+}
+
+/** What the store holds under a key: the answer, the outputs computed from it, and the request targets that lead to it. */
+interface Kept<Value, Output> {
+  value: Value
+  variants: Variants<Output>
+  targets: string[]
+}
+
+interface Slot<Value, Output> {
+  key: string
+  stored: StoredAnswer<Kept<Value, Output>>
+}
+
+/** A kept output found for a request, with its answer's times. */
+export interface KeptOutput<Output> {
+  output: Output
+  /** performance.now() when the answer was computed. */
+  storedAt: number
+  expiresAt: number
 }
 
 /**
@@ -35,8 +65,10 @@ export interface CachedRead<Value> {
  * Concurrent misses of one key share one statement (C37).
  * @example const read = await cache.read(key, language, () => loadAnswer())
  */
-export class ContentCache<Value> implements ChangeHandlers {
-  readonly #store: AnswerStore<Value>
+export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
+  readonly #store: AnswerStore<Kept<Value, Output>>
+  /** Request target → the slot of the answer it led to, while that answer is kept. */
+  readonly #targets = new Map<string, Slot<Value, Output>>()
   /** Counts changes (and losses of the listener); a statement remembers the count it started at. */
   #epoch = 0
   #everythingChangedAt = 0
@@ -46,7 +78,11 @@ export class ContentCache<Value> implements ChangeHandlers {
   #inFlight = new Map<string, { epoch: number; read: Promise<CachedRead<Value>> }>()
 
   constructor(maxBytes: number) {
-    this.#store = new AnswerStore<Value>(maxBytes)
+    this.#store = new AnswerStore<Kept<Value, Output>>(maxBytes, (_key, stored) => {
+      for (const target of stored.value.targets) {
+        if (this.#targets.get(target)?.stored === stored) this.#targets.delete(target)
+      }
+    })
   }
 
   /**
@@ -68,11 +104,13 @@ export class ContentCache<Value> implements ChangeHandlers {
     if (language === null || !this.#listening) {
       const startedAt = performance.now()
       const loaded = await load()
-      return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs }
+      return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, slot: null }
     }
     const now = performance.now()
     const stored = this.#store.get(key, now)
-    if (stored) return { value: stored.value, status: 'HIT', ageSeconds: Math.floor((now - stored.storedAt) / 1000), expiresAt: stored.expiresAt }
+    if (stored) {
+      return { value: stored.value.value, status: 'HIT', ageSeconds: Math.floor((now - stored.storedAt) / 1000), expiresAt: stored.expiresAt, slot: { key, stored } }
+    }
     const flight = this.#inFlight.get(key)
     // Joining a statement that started before a change would serve what the change replaced.
     if (flight && flight.epoch === this.#epoch) return flight.read
@@ -91,10 +129,52 @@ export class ContentCache<Value> implements ChangeHandlers {
     const loaded = await load()
     const expiresAt = startedAt + loaded.expiresInMs
     const changed = Math.max(this.#everythingChangedAt, loaded.typeId === null ? 0 : (this.#typeChangedAt.get(loaded.typeId) ?? 0))
+    let slot: Slot<Value, Output> | null = null
     if (changed <= epoch && this.#listening && loaded.language === language) {
-      this.#store.set(key, { value: loaded.value, bytes: loaded.bytes, typeId: loaded.typeId, storedAt: startedAt, expiresAt })
+      const kept = { value: loaded.value, variants: new Variants<Output>(VARIANTS_PER_ANSWER), targets: [] }
+      const stored = { value: kept, bytes: loaded.bytes, typeId: loaded.typeId, storedAt: startedAt, expiresAt }
+      this.#store.set(key, stored)
+      slot = { key, stored }
     }
-    return { value: loaded.value, status: 'MISS', ageSeconds: 0, expiresAt }
+    return { value: loaded.value, status: 'MISS', ageSeconds: 0, expiresAt, slot }
+  }
+
+  /**
+   * Keeps what was computed from `read`'s answer for a request (C38): its
+   * output, for the values it read of the request, and the request's target,
+   * so that the same target finds it before any parsing. Nothing is kept when
+   * the answer is no longer (a change dropped it: C36 holds for outputs as for
+   * answers). Outputs count against the cache's bound.
+   */
+  keep(read: CachedRead<Value>, target: string, names: readonly string[], values: readonly (string | null)[], output: Output, bytes: number): void {
+    const slot = read.slot as Slot<Value, Output> | null
+    if (slot === null || !this.#listening || !this.#store.holds(slot.key, slot.stored)) return
+    const { key, stored } = slot
+    let grown = 0
+    const kept = stored.value
+    if (!this.#targets.has(target) && kept.targets.length < TARGETS_PER_ANSWER) {
+      kept.targets.push(target)
+      this.#targets.set(target, slot)
+      grown += target.length * 2 + TARGET_BYTES
+    }
+    grown += kept.variants.add(names, values, output, bytes)
+    this.#store.grow(key, stored, grown)
+  }
+
+  /**
+   * The output kept for a request target and the values the request gives
+   * what that output read, from memory only; undefined when there is none
+   * (the request then takes the whole way).
+   * @example cache.lookup('/api/v1/content/post?page=2', (name) => readOf(request, name))
+   */
+  lookup(target: string, valueOf: (name: string) => string | null): KeptOutput<Output> | undefined {
+    if (!this.#listening) return undefined
+    const slot = this.#targets.get(target)
+    if (slot === undefined) return undefined
+    const stored = this.#store.get(slot.key)
+    if (stored !== slot.stored) return undefined
+    const output = stored.value.variants.find(valueOf)
+    return output === undefined ? undefined : { output, storedAt: stored.storedAt, expiresAt: stored.expiresAt }
   }
 
   onListening(languages: LanguageSet): void {
@@ -122,8 +202,8 @@ export class ContentCache<Value> implements ChangeHandlers {
   }
 
   /** What the cache holds, for the benchmark and the tests. */
-  get stats(): { answers: number; bytes: number; listening: boolean } {
-    return { answers: this.#store.size, bytes: this.#store.bytes, listening: this.#listening }
+  get stats(): { answers: number; bytes: number; targets: number; listening: boolean } {
+    return { answers: this.#store.size, bytes: this.#store.bytes, targets: this.#targets.size, listening: this.#listening }
   }
 
   #everythingChanged(): void {
@@ -131,5 +211,6 @@ export class ContentCache<Value> implements ChangeHandlers {
     this.#everythingChangedAt = this.#epoch
     this.#typeChangedAt.clear()
     this.#store.clear()
+    this.#targets.clear()
   }
 }

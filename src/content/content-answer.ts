@@ -1,5 +1,6 @@
 import type { Loaded } from '../cache/content-cache'
 import type { Sql } from '../db/connect'
+import type { EntryModel } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
 import { toItem } from './map-item'
 import { encodeCursor, type Cursor } from './cursor'
@@ -18,7 +19,9 @@ export interface ListMeta {
 /**
  * One answer of the content routes before the filter chain: what the
  * service's cache keeps (C35, C38). Without callbacks, the final bytes and
- * their ETag; with callbacks, the database rows, filtered on every request.
+ * their ETag; with callbacks, the database rows, from which each request maps
+ * its own items, and the entries' models, built once and frozen. The chain's
+ * outputs are kept beside it, per variant (src/cache/content-cache.ts).
  */
 export interface ContentAnswer {
   status: 200 | 404
@@ -28,6 +31,8 @@ export interface ContentAnswer {
   rendered: RenderedBody | null
   /** What the filter chain needs, when callbacks are registered. */
   rows: EntryRow[]
+  /** The callbacks' second argument for each row, built by the first request that runs the chain (C25). */
+  models?: readonly EntryModel[]
   languages: Languages
   /** Lists only. */
   meta: ListMeta | null

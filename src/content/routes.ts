@@ -2,15 +2,15 @@ import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import { methodNotAllowed, notFound } from '../http/errors'
-import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
-import { JSON_CONTENT_TYPE } from '../http/json-response'
+import { ifNoneMatchMatches } from '../http/http-caching'
 import { ALLOWED_METHODS } from '../http/response-headers'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
-import { createFilterContext } from '../hooks/context'
+import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
 import type { FilterContext } from '../hooks/extension'
-import { toEntryModel } from '../hooks/model'
+import { deepFreeze, toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
-import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer, type RenderedBody } from './content-answer'
+import type { AnswerSlot, PreparedAnswer } from './answer-slot'
+import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer } from './content-answer'
 import { toItem } from './map-item'
 import { readLanguage, readListStart, readSlug, readType } from './parameters'
 import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
@@ -24,7 +24,7 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
  * Each request reads top to bottom: parameters → the answer (from the cache, or one
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache, liveCounts }: AppDependencies) {
+export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache, liveCounts }: AppDependencies, slot: AnswerSlot) {
   const publicUrl = new URL(config.publicUrl).origin
   const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
   const answerOptions = (type: string, lang: string | undefined) => ({
@@ -48,40 +48,31 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     }
     const startedAt = performance.now()
     const loaded = await load()
-    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs }
+    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, slot: null }
   }
 
-  /** The hook's place: after mapping, before the response (C24–C31). With no callback it costs nothing (C28). */
-  async function filteredBody(request: Request, headers: Record<string, unknown>, route: FilterContext['route'], answer: ContentAnswer): Promise<RenderedBody> {
-    if (answer.rendered) return answer.rendered
-    // Callbacks may change what they are given in place: each request gets its own copy of the cached rows.
-    const rows = structuredClone(answer.rows)
-    const items = rows.map((row) => toItem(row, config.mediaBaseUrl))
-    const { context, headersRead } = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
-    const models = rows.map((row) => toEntryModel(row, config.mediaBaseUrl))
-    const filtered = await applyItemFilters(filters, items, models, context, run)
-    if (headersRead.size) headers.vary = appendVary(headers.vary, headersRead)
-    return render(envelope(filtered, answer.meta))
+  /**
+   * The hook's place: after mapping, before the response (C24–C31). With no
+   * callback it costs nothing (C28). Each request maps its own items from the
+   * answer's rows; the models are built once per answer and frozen (C25).
+   */
+  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
+    const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: answer.link }
+    if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
+    const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
+    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
+    const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
+    const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
+    const rendered = await render(envelope(filtered, answer.meta))
+    return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
   }
 
-  /** C32–C34: ETag, 304, Cache-Control up to the next go-live, Surrogate-Key, X-Cache and Age. */
+  /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
   async function respond(request: Request, set: { headers: Record<string, unknown> }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
-    const answer = read.value
-    const { body, etag } = await filteredBody(request, set.headers, route, answer)
-    Object.assign(set.headers, {
-      etag,
-      'cache-control': cacheControl(config.cacheMaxAge, read.expiresAt),
-      'surrogate-key': answer.surrogateKeys,
-      'x-cache': read.status,
-    })
-    if (read.status === 'HIT') set.headers.age = String(read.ageSeconds)
-    if (ifNoneMatchMatches(request.headers.get('if-none-match'), etag)) {
-      delete set.headers['content-type']
-      return new Response(null, { status: 304 })
-    }
-    // C39: where the walk goes on, with the body it belongs to.
-    if (answer.link) set.headers.link = answer.link
-    return new Response(body, { status: answer.status, headers: { 'content-type': JSON_CONTENT_TYPE } })
+    const { output, reads } = await prepare(request, route, read.value)
+    // Only the answer's own headers: the framework adds what it set when they are missing (a 304 has no type).
+    if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) delete set.headers['content-type']
+    return slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
   }
 
   return new Elysia({ name: 'content-routes' })
@@ -126,11 +117,4 @@ function markUndecodable({ params }: { params: Record<string, string | null> }):
 /** C3: any method but GET, HEAD and OPTIONS on an API path. */
 function rejectMethod(request: Request): never {
   throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOWED_METHODS)
-}
-
-/** C30: adds the headers read by callbacks to whatever Vary already holds (CORS may have set Origin). */
-function appendVary(current: unknown, names: Set<string>): string {
-  const present = typeof current === 'string' && current ? current.split(',').map((name) => name.trim()) : []
-  const lower = new Set(present.map((name) => name.toLowerCase()))
-  return [...present, ...[...names].filter((name) => !lower.has(name))].join(', ')
 }

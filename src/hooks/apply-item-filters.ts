@@ -1,7 +1,8 @@
 import type { SchemaMismatchPolicy } from '../config'
 import { Item } from '../content/schemas'
 import type { Logger } from '../log'
-import type { EntryModel, FilterContext, ItemData } from './extension'
+import type { RequestContext } from './context'
+import type { EntryModel, ItemData } from './extension'
 import { describeCallback, type FilterRegistry, type RegisteredFilter } from './registry'
 
 /** A filter callback failed: the request fails closed (C23, C26, C31). The message names the extension. */
@@ -24,16 +25,17 @@ export interface FilterRun {
  * Runs every registered callback over every item, in priority order; each
  * gets the previous one's result (C24). Items run side by side; the callbacks
  * of one item never do. A `null` ends that item's chain: the item is null (C26).
- * @example const data = await applyItemFilters(registry, items, models, context, { timeoutMs: 1000, onSchemaMismatch })
+ * A volatile callback that runs marks the request's reads volatile (C38).
+ * @example const data = await applyItemFilters(registry, items, models, createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
  */
 export async function applyItemFilters(
   registry: FilterRegistry,
   items: Item[],
-  models: EntryModel[],
-  context: FilterContext,
+  models: readonly EntryModel[],
+  request: RequestContext,
   run: FilterRun,
 ): Promise<(ItemData | null)[]> {
-  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models[index], context, run)))
+  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models[index], request, run)))
 }
 
 /**
@@ -57,12 +59,13 @@ async function filterOne(
   filters: readonly RegisteredFilter[],
   item: Item,
   model: EntryModel,
-  context: FilterContext,
+  { context, reads }: RequestContext,
   { timeoutMs, onSchemaMismatch }: FilterRun,
 ): Promise<ItemData | null> {
   let data: ItemData = item
   for (const filter of filters) {
     let result: unknown
+    if (filter.volatile) reads.volatile = true
     try {
       result = filter.callback(data, model, context)
       if (isThenable(result)) result = await settleWithin(Promise.resolve(result), timeoutMs, filter)

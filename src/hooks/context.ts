@@ -1,33 +1,76 @@
 import type { FilterContext } from './extension'
 
+/**
+ * Everything the callbacks of one request read of it, in the order first read
+ * (C30, C38): each read has a name and the value the request gave it.
+ * `header:x-member` is a header's value, `has:x-member` only whether it is
+ * there, `url` and `method` the request's own. `volatile` is set when a
+ * callback that declared its output depends on more than the request and the
+ * entry ran (src/hooks/extension.ts, `volatile`).
+ */
+export interface RequestReads {
+  names: string[]
+  values: (string | null)[]
+  volatile: boolean
+}
+
 export interface RequestContext {
   context: FilterContext
-  /** The request headers callbacks have read (lower case), for `Vary` (C30). */
-  headersRead: Set<string>
+  reads: RequestReads
 }
 
 /** What the route knows of the request beyond the request itself. */
 export type RouteFacts = Pick<FilterContext, 'language' | 'defaultLanguage' | 'route' | 'publicUrl'>
 
 /**
- * The third argument of the filter callbacks, for one request.
- * @example const { context, headersRead } = createFilterContext(request, { language: 'fr', defaultLanguage: 'en', route: 'service.api.content.index', publicUrl: 'https://cms.example.com' })
+ * The value a request gives a read's name (see RequestReads): what a kept
+ * answer's reads are compared with.
+ * @example readOf(request, 'has:x-member') // '1' or '0'
+ */
+export function readOf(request: Request, name: string): string | null {
+  if (name === 'url') return request.url
+  if (name === 'method') return request.method
+  if (name.startsWith('has:')) return request.headers.has(name.slice(4)) ? '1' : '0'
+  return request.headers.get(name.slice(7))
+}
+
+/**
+ * The third argument of the filter callbacks, for one request, and the record
+ * of what they read through it.
+ * @example const { context, reads } = createFilterContext(request, { language: 'fr', defaultLanguage: 'en', route: 'service.api.content.index', publicUrl: 'https://cms.example.com' })
  */
 export function createFilterContext(request: Request, { language, defaultLanguage, route, publicUrl }: RouteFacts): RequestContext {
-  const headersRead = new Set<string>()
+  const reads = newReads()
+  const record = (name: string) => {
+    if (!reads.names.includes(name)) {
+      reads.names.push(name)
+      reads.values.push(readOf(request, name))
+    }
+  }
   const memo = new Map<string, Promise<unknown>>()
   const headers = Object.freeze({
     get(name: string) {
-      headersRead.add(name.toLowerCase())
+      record(`header:${name.toLowerCase()}`)
       return request.headers.get(name)
     },
     has(name: string) {
-      headersRead.add(name.toLowerCase())
+      record(`has:${name.toLowerCase()}`)
       return request.headers.has(name)
     },
   })
+  const requestView = Object.freeze({
+    get method() {
+      record('method')
+      return request.method
+    },
+    get url() {
+      record('url')
+      return request.url
+    },
+    headers,
+  })
   const context: FilterContext = Object.freeze({
-    request: Object.freeze({ method: request.method, url: request.url, headers }),
+    request: requestView,
     language,
     defaultLanguage,
     route,
@@ -37,5 +80,24 @@ export function createFilterContext(request: Request, { language, defaultLanguag
       return memo.get(key) as Promise<T>
     },
   })
-  return { context, headersRead }
+  return { context, reads }
+}
+
+/** Nothing read yet. */
+function newReads(): RequestReads {
+  return { names: [], values: [], volatile: false }
+}
+
+/**
+ * The request headers the callbacks read, lower case, in the order first read:
+ * what `Vary` names (C30).
+ * @example headersRead({ names: ['has:x-member', 'url'], values: ['1', '…'], volatile: false }) // ['x-member']
+ */
+export function headersRead(reads: RequestReads): string[] {
+  const headers: string[] = []
+  for (const name of reads.names) {
+    const header = name.startsWith('has:') ? name.slice(4) : name.startsWith('header:') ? name.slice(7) : null
+    if (header !== null && !headers.includes(header)) headers.push(header)
+  }
+  return headers
 }

@@ -89,15 +89,23 @@ export interface FieldValueModel {
   value: unknown
 }
 
-/** Request headers, read-only. Every header you read is added to the response's `Vary` (C30). */
+/**
+ * Request headers, read-only. Every header you read is added to the response's
+ * `Vary` (C30), and the service keeps your output for each value it had (C38):
+ * `has()` keys it by presence only, `get()` by the value.
+ */
 export interface RequestHeaders {
   get(name: string): string | null
   has(name: string): boolean
 }
 
-/** Argument 3: what a callback may know about the request. */
+/**
+ * Argument 3: what a callback may know about the request. The service records
+ * what the callbacks read of `request` and keeps their output for those values
+ * (C38): read only what your output depends on.
+ */
 export interface FilterContext {
-  request: { method: string; url: string; headers: RequestHeaders }
+  request: { readonly method: string; readonly url: string; headers: RequestHeaders }
   /** The language in effect (the requested one, or the default). */
   language: string
   defaultLanguage: string
@@ -120,7 +128,9 @@ export interface FilterContext {
  * A filter callback: gets the item, returns it changed or not, or `null` to
  * make the whole item null (C26); the callbacks after it are then skipped.
  * `data` is this request's own copy: change it in place or build a new one.
- * `content` is shared: read it, never change it. Returning nothing is an error.
+ * `content` is shared and frozen: read it, never change it. Returning nothing is an error.
+ * What it returns is kept and served again to requests that agree on what the
+ * callbacks read (C38), unless it is registered as `volatile`.
  */
 export type ContentItemFilter = (
   data: ItemData,
@@ -145,6 +155,16 @@ export interface FilterOptions {
   priority?: number
   /** What the callback changes in the item's shape; none declared: it keeps the shape as it is. */
   schema?: ItemSchemaChange
+  /**
+   * The callback's output can differ between two requests that agree on
+   * everything it reads of the entry and the request: it reads the clock,
+   * draws random numbers, or asks an outside service. The service then runs the
+   * chain on every request for the answers this callback runs on, instead of
+   * keeping their output (C38). Default false: the output is kept, per value of
+   * what the callbacks read through `context.request`.
+   * @example addFilter('service/api/content-item', (data) => ({ ...data, is_new: Date.parse(data.published_at ?? '') > Date.now() - 86_400_000 }), { volatile: true, schema: { add: { is_new: t.Boolean() } } })
+   */
+  volatile?: boolean
 }
 
 export interface ExtensionApi {

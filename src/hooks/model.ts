@@ -32,3 +32,16 @@ export function toEntryModel(row: EntryRow, mediaBaseUrl: string): EntryModel {
     fieldValues: model.field_values,
   }
 }
+
+/**
+ * Freezes a value and everything it holds, so that a callback cannot change
+ * what every other request is handed (C25: `content` is shared).
+ * @example deepFreeze(toEntryModel(row, mediaBaseUrl))
+ */
+export function deepFreeze<Value>(value: Value): Value {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const inner of Object.values(value)) deepFreeze(inner)
+  }
+  return value
+}

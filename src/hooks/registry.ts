@@ -14,6 +14,8 @@ export interface RegisteredFilter {
   itemSchema: TObject
   /** What in an output does not match `itemSchema`, or undefined. */
   schemaMismatch(output: unknown): string | undefined
+  /** Its output depends on more than the entry and the request: never kept (C38). */
+  volatile: boolean
 }
 
 interface Registration {
@@ -22,6 +24,7 @@ interface Registration {
   source: string
   index: number
   change: ItemSchemaChange
+  volatile: boolean
 }
 
 /**
@@ -39,12 +42,13 @@ export class FilterRegistry {
   add(name: HookName, callback: ContentItemFilter, options: number | FilterOptions = {}, source = 'unknown'): void {
     if (name !== CONTENT_ITEM_HOOK) throw new TypeError(`Unknown hook "${name}": the only hook is "${CONTENT_ITEM_HOOK}".`)
     if (typeof callback !== 'function') throw new TypeError('addFilter needs a function as its callback.')
-    const { priority = 10, schema = {} } = typeof options === 'number' ? { priority: options } : (options ?? {})
+    const { priority = 10, schema = {}, volatile = false } = typeof options === 'number' ? { priority: options } : (options ?? {})
     if (!Number.isFinite(priority)) throw new TypeError(`The priority must be a number, not ${String(priority)}.`)
+    if (typeof volatile !== 'boolean') throw new TypeError(`volatile must be true or false, not ${String(volatile)}.`)
     checkSchemaChange(schema)
     const index = this.#registrations.filter((registration) => registration.source === source).length + 1
     // A stable sort keeps registration order among equal priorities.
-    this.#registrations = [...this.#registrations, { callback, priority, source, index, change: schema }].sort((a, b) => a.priority - b.priority)
+    this.#registrations = [...this.#registrations, { callback, priority, source, index, change: schema, volatile }].sort((a, b) => a.priority - b.priority)
     this.#filters = undefined
   }
 

@@ -22,29 +22,43 @@ const HEADER_NAME_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9
  * @example new Elysia().use(corsPolicy({ corsOrigins: ['https://app.example'] }))
  */
 export function corsPolicy(config: Pick<Config, 'corsOrigins'>) {
-  const listed = config.corsOrigins === '*' ? null : new Set(config.corsOrigins)
+  const cors = corsHeaders(config)
   return new Elysia({ name: 'cors-policy' }).onRequest(({ request, set }) => {
+    Object.assign(set.headers, cors(request))
+    if (request.method === 'OPTIONS') return new Response(null, { status: 204 })
+  })
+}
+
+/**
+ * The CORS headers of C29 for a request, as `corsPolicy` sets them: what a
+ * response answered outside the framework (a cache hit) carries too.
+ * @example corsHeaders({ corsOrigins: '*' })(request)['access-control-allow-origin'] // '*'
+ */
+export function corsHeaders(config: Pick<Config, 'corsOrigins'>): (request: Request) => Record<string, string> {
+  const listed = config.corsOrigins === '*' ? null : new Set(config.corsOrigins)
+  return (request) => {
+    const headers: Record<string, string> = {}
     const origin = request.headers.get('origin')
     const vary: string[] = []
     if (listed === null) {
-      set.headers['access-control-allow-origin'] = '*'
+      headers['access-control-allow-origin'] = '*'
     } else {
       vary.push('Origin')
-      if (origin !== null && listed.has(origin)) set.headers['access-control-allow-origin'] = origin
+      if (origin !== null && listed.has(origin)) headers['access-control-allow-origin'] = origin
     }
     if (request.method !== 'OPTIONS') {
-      if (vary.length) set.headers.vary = vary.join(', ')
-      set.headers['access-control-expose-headers'] = EXPOSED_HEADERS
-      return
+      if (vary.length) headers.vary = vary.join(', ')
+      headers['access-control-expose-headers'] = EXPOSED_HEADERS
+      return headers
     }
     vary.push('Access-Control-Request-Headers')
-    set.headers.vary = vary.join(', ')
-    set.headers['access-control-allow-methods'] = ALLOWED_METHODS
-    set.headers['access-control-max-age'] = PREFLIGHT_MAX_AGE_SECONDS
+    headers.vary = vary.join(', ')
+    headers['access-control-allow-methods'] = ALLOWED_METHODS
+    headers['access-control-max-age'] = PREFLIGHT_MAX_AGE_SECONDS
     const requested = request.headers.get('access-control-request-headers')?.trim()
     if (requested && HEADER_NAME_LIST.test(requested)) {
-      set.headers['access-control-allow-headers'] = requested.toLowerCase().split(/\s*,\s*/).join(', ')
+      headers['access-control-allow-headers'] = requested.toLowerCase().split(/\s*,\s*/).join(', ')
     }
-    return new Response(null, { status: 204 })
-  })
+    return headers
+  }
 }

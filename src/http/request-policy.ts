@@ -22,8 +22,7 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
   return new Elysia({ name: 'request-policy' })
     .onRequest(({ request, set }) => {
       startedAt.set(request, performance.now())
-      const incoming = request.headers.get('x-request-id')
-      set.headers['x-request-id'] = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
+      set.headers['x-request-id'] = requestIdOf(request)
       set.headers['x-content-type-options'] = 'nosniff'
       // C4: JSON unless a route answers otherwise (the documentation pages).
       set.headers['content-type'] = JSON_CONTENT_TYPE
@@ -44,22 +43,33 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
     })
     .onAfterResponse({ as: 'global' }, ({ request, set }) => {
       // This runs after the response, outside any handler: whatever throws here would end the process.
-      try {
-        const { path, query } = requestTarget(request.url)
-        const fields = {
-          requestId: set.headers['x-request-id'],
-          method: request.method,
-          path,
-          query,
-          status: typeof set.status === 'number' ? set.status : 200,
-          ms: Math.round((performance.now() - (startedAt.get(request) ?? performance.now())) * 10) / 10,
-        }
-        if (QUIET_PATHS.has(path)) log.debug('request', fields)
-        else log.info('request', fields)
-      } catch (error) {
-        log.error('the request log line failed', { error })
-      }
+      logRequest(log, request, set.headers['x-request-id'], typeof set.status === 'number' ? set.status : 200, startedAt.get(request))
     })
+}
+
+/**
+ * C29: the request's id: the incoming `X-Request-Id` when it is short and plain, else a new UUID.
+ * @example requestIdOf(new Request('http://localhost/', { headers: { 'x-request-id': 'abc' } })) // 'abc'
+ */
+export function requestIdOf(request: Request): string {
+  const incoming = request.headers.get('x-request-id')
+  return incoming && SANE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
+}
+
+/**
+ * The one log line of a request, once it is answered (probes at debug level).
+ * It runs after the response, outside any handler: it never throws.
+ * @example logRequest(log, request, 'abc', 200, startedAt)
+ */
+export function logRequest(log: Logger, request: Request, requestId: unknown, status: number, since = performance.now()): void {
+  try {
+    const { path, query } = requestTarget(request.url)
+    const fields = { requestId, method: request.method, path, query, status, ms: Math.round((performance.now() - since) * 10) / 10 }
+    if (QUIET_PATHS.has(path)) log.debug('request', fields)
+    else log.info('request', fields)
+  } catch (error) {
+    log.error('the request log line failed', { error })
+  }
 }
 
 /**

@@ -29,6 +29,7 @@ const HOOKS = ['test/hooks.test.ts']
 const FAULTS = ['test/database-faults.test.ts']
 const CURSOR = 'test/list-cursor.test.ts'
 const COUNTS = 'test/live-entry-counts.test.ts'
+const CACHE = 'test/cache.test.ts'
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -301,6 +302,32 @@ export const MUTANTS: Mutant[] = [
       },
     ],
     tests: HOOKS,
+  },
+
+  // C38: the chain's output is kept per variant of what it read, and only while its answer is.
+  {
+    id: 'variant-ignores-reads',
+    regression: 'C38: a kept output is served to a request whose headers differ in what the chain read',
+    edits: [{ file: 'src/cache/variants.ts', find: 'const key = keyOf(signature, names.map(valueOf))', replace: 'const key = keyOf(signature, names.map(() => null))' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'variant-keeps-volatile',
+    regression: 'C38: the output of a volatile callback is kept and served again',
+    edits: [{ file: 'src/content/answer-slot.ts', find: 'if (read.slot !== null && !reads?.volatile) {', replace: 'if (read.slot !== null) {' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'variant-outlives-answer',
+    regression: 'C36/C38: an output computed from an answer that a write dropped is still served',
+    edits: [{ file: 'src/cache/content-cache.ts', find: 'if (stored !== slot.stored) return undefined', replace: 'if (stored !== slot.stored) return ((output) => output && { output, storedAt: slot.stored.storedAt, expiresAt: slot.stored.expiresAt })(slot.stored.value.variants.find(valueOf))' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'variants-unbounded',
+    regression: 'C38: a header with a new value on every request grows one answer\'s outputs without bound',
+    edits: [{ file: 'src/cache/variants.ts', find: 'if (this.#kept.size <= this.maxCount) break', replace: 'break' }],
+    tests: [CACHE],
   },
 
   // C22: database faults are a bounded 503, and abandoned work stops.

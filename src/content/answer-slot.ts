@@ -1,0 +1,123 @@
+import type { CachedRead, CacheStatus, ContentCache } from '../cache/content-cache'
+import type { Config } from '../config'
+import { readOf, type RequestReads } from '../hooks/context'
+import { corsHeaders } from '../http/cors'
+import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
+import { JSON_CONTENT_TYPE } from '../http/json-response'
+import { logRequest, requestIdOf } from '../http/request-policy'
+import type { Logger } from '../log'
+import type { ContentAnswer, RenderedBody } from './content-answer'
+
+/**
+ * One output of the content routes, ready to send: the bytes, their ETag and
+ * the headers that belong to them. What the cache keeps per variant (C38).
+ */
+export interface PreparedAnswer extends RenderedBody {
+  status: 200 | 404
+  /** C34. */
+  surrogateKey: string
+  /** C39, lists only. */
+  link: string | null
+  /** The request headers the callbacks read, lower case (C30). */
+  varyHeaders: readonly string[]
+}
+
+/** How the cache served the answer an output was computed from (C34). */
+type Served = Pick<CachedRead<unknown>, 'status' | 'ageSeconds' | 'expiresAt'>
+
+/** What keeping an output costs besides its body: its headers and bookkeeping. */
+const OUTPUT_BYTES = 512
+
+/**
+ * The content cache as a slot in front of the routes (C35–C38). `answer`
+ * serves a request whose output is kept, before the framework parses
+ * anything: GET or HEAD of a request target that led to a kept answer, with
+ * equal values of whatever computing that output read of the request. Every
+ * other request takes the routes, which end in `respond`: the same response
+ * from the same prepared output, which is kept for the next request.
+ * @example const slot = new AnswerSlot({ cache, config, log }); return slot.answer(request) ?? app.handle(request)
+ */
+export class AnswerSlot {
+  readonly #cache: ContentCache<ContentAnswer, PreparedAnswer> | undefined
+  readonly #cacheMaxAge: number
+  readonly #log: Logger
+  readonly #cors: (request: Request) => Record<string, string>
+
+  constructor({ cache, config, log }: { cache?: ContentCache<ContentAnswer, PreparedAnswer>; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins'>; log: Logger }) {
+    this.#cache = cache
+    this.#cacheMaxAge = config.cacheMaxAge
+    this.#log = log
+    this.#cors = corsHeaders(config)
+  }
+
+  /** The response to a request whose output is kept, logged as the framework logs; null when the routes must answer. */
+  answer(request: Request): Response | null {
+    const method = request.method
+    if (this.#cache === undefined || (method !== 'GET' && method !== 'HEAD')) return null
+    const startedAt = performance.now()
+    const found = this.#cache.lookup(targetOf(request.url), (name) => readOf(request, name))
+    if (found === undefined) return null
+    const requestId = requestIdOf(request)
+    const ageSeconds = Math.floor((startedAt - found.storedAt) / 1000)
+    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD')
+    logRequest(this.#log, request, requestId, response.status, startedAt)
+    return response
+  }
+
+  /**
+   * The routes' response: `output` computed from `read`'s answer for this
+   * request, kept for the next requests that agree on what it read, unless a
+   * volatile callback ran (C38). The framework strips the body of a HEAD.
+   */
+  respond(request: Request, requestId: string, read: CachedRead<ContentAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
+    if (read.slot !== null && !reads?.volatile) {
+      // A plain answer's body is the answer's own: the output costs only its headers.
+      const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + OUTPUT_BYTES
+      this.#cache?.keep(read, targetOf(request.url), reads?.names ?? [], reads?.values ?? [], output, bytes)
+    }
+    return this.#response(request, requestId, output, read, false)
+  }
+
+  /** C29, C30, C32–C34 and C39: every header of a content answer, for a hit here as for the routes. */
+  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean): Response {
+    const headers: Record<string, string> = {
+      'x-request-id': requestId,
+      'x-content-type-options': 'nosniff',
+      ...this.#cors(request),
+      etag: output.etag,
+      'cache-control': cacheControl(this.#cacheMaxAge, served.expiresAt),
+      'surrogate-key': output.surrogateKey,
+      'x-cache': served.status satisfies CacheStatus,
+    }
+    if (output.varyHeaders.length) headers.vary = appendVary(headers.vary, output.varyHeaders)
+    if (served.status === 'HIT') headers.age = String(served.ageSeconds)
+    if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) {
+      if (head) headers['content-length'] = '0'
+      return new Response(null, { status: 304, headers })
+    }
+    headers['content-type'] = JSON_CONTENT_TYPE
+    if (output.link !== null) headers.link = output.link
+    if (head) {
+      headers['content-length'] = String(output.body.byteLength)
+      return new Response(null, { status: output.status, headers })
+    }
+    return new Response(output.body, { status: output.status, headers })
+  }
+}
+
+/**
+ * The request target of a URL (path and query), as the router reads it: from
+ * the first '/' after the scheme's '//'.
+ * @example targetOf('http://localhost/api/v1/content/post?page=2') // '/api/v1/content/post?page=2'
+ */
+export function targetOf(url: string): string {
+  const slash = url.indexOf('/', url.indexOf('//') + 2)
+  return slash === -1 ? '/' : url.slice(slash)
+}
+
+/** C30: adds the headers read by callbacks to whatever Vary already holds (CORS may have set Origin). */
+function appendVary(current: string | undefined, names: readonly string[]): string {
+  const present = current ? current.split(',').map((name) => name.trim()) : []
+  const lower = new Set(present.map((name) => name.toLowerCase()))
+  return [...present, ...names.filter((name) => !lower.has(name))].join(', ')
+}
