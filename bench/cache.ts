@@ -50,6 +50,41 @@ try {
     console.log(rows.at(-1))
   }
 
+  // C38: the chain's output kept per variant. Each case alternates the services, median of 3 rounds.
+  const trivial = await startService({ EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions') })
+  const custom = await startService({ EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions-custom-fields') })
+  const hookRows: string[] = []
+  for (const [name, path] of cases) {
+    const [plain, withTrivial, withCustom] = await alternate(tool, [cached, trivial, custom].map((service) => service + path))
+    hookRows.push(`| warm cache, ${name} | ${plain.toFixed(0)} | ${withTrivial.toFixed(0)} (${(withTrivial / plain).toFixed(2)}) | ${withCustom.toFixed(0)} (${(withCustom / plain).toFixed(2)}) |`)
+    console.log(hookRows.at(-1))
+  }
+  const trivialOff = await startService({ CACHE: 'off', EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions') })
+  const customOff = await startService({ CACHE: 'off', EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions-custom-fields') })
+  for (const [name, path] of [cases[0], cases[2]]) {
+    const [plain, withTrivial, withCustom] = await alternate(tool, [uncached, trivialOff, customOff].map((service) => service + path))
+    hookRows.push(`| CACHE=off, ${name} | ${plain.toFixed(0)} | ${withTrivial.toFixed(0)} (${(withTrivial / plain).toFixed(2)}) | ${withCustom.toFixed(0)} (${(withCustom / plain).toFixed(2)}) |`)
+    console.log(hookRows.at(-1))
+  }
+  // An uncached slug against Bun + postgres.js running the same statement and nothing else.
+  const minimal = await spawnPrinted(['bun', join(ROOT, 'bench', 'minimal-server.ts'), benchUrl])
+  const [slugService, slugMinimal] = await alternate(tool, [uncached + cases[2][1], `http://127.0.0.1:${minimal}${cases[2][1]}`])
+  const slugRow = `| uncached slug: service ${slugService.toFixed(0)} req/s, minimal Bun + postgres.js ${slugMinimal.toFixed(0)} req/s | ${(slugService / slugMinimal).toFixed(2)} |`
+  console.log(slugRow)
+
+  // A header with a new value on every request, read by a callback: one variant per request (C38).
+  const session = await startService({ EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions-session'), CACHE_MAX_MB: '16' })
+  let flood = 'wrk is not installed: skipped'
+  if (tool === 'wrk') {
+    const script = join(tmpdir(), `vitrine-session-${process.pid}.lua`)
+    await writeFile(script, 'local n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, nil, { ["x-session"] = tostring(n) .. "-" .. tostring(math.random(1e9)) })\nend\n')
+    await fetch(session + cases[1][1])
+    const rssBefore = rssMb(session.pid)
+    const floodRun = await load(tool, session + cases[0][1], SECONDS, {}, script)
+    const other = await fetch(session + cases[1][1])
+    flood = `${floodRun.rps.toFixed(0)} req/s (each a new variant), RSS ${rssBefore} → ${rssMb(session.pid)} MB with CACHE_MAX_MB=16; another answer afterwards: X-Cache ${other.headers.get('x-cache')}`
+  }
+
   const first = await fetch(cached + cases[0][1])
   const notModified = await load(tool, cached + cases[0][1], SECONDS, { 'If-None-Match': first.headers.get('etag')! })
 
@@ -94,6 +129,17 @@ try {
     `| commit → fresh answer (200 commits) | p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms |`,
     `| memory, 64 MB cache filled with 1 200 pages of 100 items | RSS ${rssBefore} MB → ${rssFull} MB |`,
     `| WORKERS=1 / WORKERS=2, warm list page 1 | ${workersOne.rps.toFixed(0)} / ${workersTwo.rps.toFixed(0)} req/s |`,
+    `| unique x-session on every request, read by a callback (flood) | ${flood} |`,
+    '',
+    'Extensions (C38; req/s, median of 3 alternating runs, ratio to no callback)',
+    '',
+    '| case | no callback | one trivial callback | custom-fields example |',
+    '| --- | ---: | ---: | ---: |',
+    ...hookRows,
+    '',
+    '| single entry, uncached | service ÷ minimal |',
+    '| --- | ---: |',
+    slugRow,
   ].join('\n')
   console.log(`\n${table}\n`)
   await appendFile(join(ROOT, 'bench', 'last-run.md'), `\n${table}\n`).catch(() => writeFile(join(ROOT, 'bench', 'last-run.md'), `${table}\n`))
@@ -124,14 +170,34 @@ async function startService(env: Record<string, string>): Promise<Started> {
   return { url, pid: child.pid, toString: () => url }
 }
 
+/** Median req/s of each URL over 3 rounds that alternate between them (half a run each): the machine's drift hits all alike. */
+async function alternate(tool: string, urls: string[]): Promise<number[]> {
+  for (const url of urls) await load(tool, url, 1)
+  const runs: number[][] = urls.map(() => [])
+  for (let round = 0; round < 3; round++) {
+    for (const [index, url] of urls.entries()) {
+      const measure = await load(tool, url, Math.ceil(SECONDS / 2))
+      if (measure.errors) throw new Error(`${measure.errors} requests failed on ${url}`)
+      runs[index]!.push(measure.rps)
+    }
+  }
+  return runs.map((values) => values.sort((a, b) => a - b)[1]!)
+}
+
+/** Starts a child that prints its port first. */
+async function spawnPrinted(command: string[]): Promise<number> {
+  const child = Bun.spawn(command, { stdout: 'pipe' })
+  children.push(child)
+  const reader = child.stdout.getReader()
+  return Number(new TextDecoder().decode((await reader.read()).value).trim())
+}
+
 async function fixedBodyServer(body: Uint8Array): Promise<{ url: string; stop(): void }> {
   const file = join(tmpdir(), `vitrine-ceiling-${process.pid}-${body.byteLength}.json`)
   await writeFile(file, body)
   const script = `const body = new Uint8Array(await Bun.file(${JSON.stringify(file)}).arrayBuffer()); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8' } }) }); console.log(server.port)`
-  const child = Bun.spawn(['bun', '-e', script], { stdout: 'pipe' })
-  children.push(child)
-  const reader = child.stdout.getReader()
-  const port = Number(new TextDecoder().decode((await reader.read()).value).trim())
+  const port = await spawnPrinted(['bun', '-e', script])
+  const child = children.at(-1)!
   return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill('SIGTERM') }
 }
 

@@ -466,6 +466,25 @@ describe('C38 (revised): the chain\'s output is kept per variant of what it read
     }
   })
 
+  test('C25: a kept answer\'s models are frozen: a callback that writes to content fails its request closed and changes nothing for the next', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello', title: 'Kept' } } })
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data, content, context) => {
+      if (context.request.headers.has('x-vandal')) (content.translations[0] as { title: string }).title = 'Changed'
+      return { ...data, model_title: content.translations[0]?.title ?? '' }
+    }, { schema: { add: { model_title: t.String() } } })
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      const vandal = await hooked.get(`${LIST}/hello`, { headers: { 'x-vandal': '1' } })
+      expect([vandal.status, vandal.headers.get('cache-control')]).toEqual([500, 'no-store'])
+      const reader = await hooked.get(`${LIST}/hello`)
+      expect([reader.status, reader.headers.get('x-cache'), reader.body.data.model_title]).toEqual([200, 'HIT', 'Kept'])
+    } finally {
+      await hooked.close()
+    }
+  })
+
   test('a header with a new value on every request stays within CACHE_MAX_MB and evicts no other answer', async () => {
     await addEntry(db.sql, { translations: { en: { slug: 'hello', body: 'x'.repeat(2000) } } })
     await addEntry(db.sql, { translations: { en: { slug: 'other' } } })

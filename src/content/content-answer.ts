@@ -85,10 +85,10 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     timeoutMs: options.timeoutMs,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
-  if (!result.typeExists) return { ...loaded, ...(await errorAnswer('Content type not found.', options.type)) }
+  if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   const meta = { current_page: start.page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
   const link = listLink(options, result, meta, start)
-  return { ...loaded, ...(await entriesAnswer(options, result.rows, result.languages, meta, link)) }
+  return { ...loaded, ...(entriesAnswer(options, result.rows, result.languages, meta, link)) }
 }
 
 /**
@@ -134,9 +134,9 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
   // C5: the type is checked before the slug.
-  if (!result.typeExists) return { ...loaded, ...(await errorAnswer('Content type not found.', options.type)) }
-  if (result.row === null) return { ...loaded, ...(await errorAnswer('Not found.', options.type)) }
-  return { ...loaded, ...(await entriesAnswer(options, [result.row], result.languages, null, null)) }
+  if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
+  if (result.row === null) return { ...loaded, ...(errorAnswer('Not found.', options.type)) }
+  return { ...loaded, ...(entriesAnswer(options, [result.row], result.languages, null, null)) }
 }
 
 /**
@@ -149,31 +149,31 @@ export function envelope(items: readonly (Item | null | object)[], meta: ListMet
 
 /**
  * The bytes of a body and their ETag (C32).
- * @example await render({ data: [] })
+ * @example render({ data: [] })
  */
-export async function render(body: object): Promise<RenderedBody> {
+export function render(body: object): RenderedBody {
   const bytes = encoder.encode(JSON.stringify(body))
-  return { body: bytes, etag: await etagOf(bytes) }
+  return { body: bytes, etag: etagOf(bytes) }
 }
 
-async function entriesAnswer(
+function entriesAnswer(
   options: AnswerOptions,
   rows: EntryRow[],
   languages: Languages,
   meta: ListMeta | null,
   link: string | null,
-): Promise<{ value: ContentAnswer; bytes: number }> {
+): { value: ContentAnswer; bytes: number } {
   const surrogateKeys = [typeTag(options.type), ...rows.map((row) => `entry-${row.id}`)].join(' ')
   if (options.withModel) {
     // The rows stay for the chain; their size is what the cache holds.
     return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
   }
-  const rendered = await render(envelope(rows.map((row) => toItem(row, options.mediaBaseUrl)), meta))
+  const rendered = render(envelope(rows.map((row) => toItem(row, options.mediaBaseUrl)), meta))
   return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
 }
 
-async function errorAnswer(message: string, type: string): Promise<{ value: ContentAnswer; bytes: number }> {
-  const rendered = await render({ error: message })
+function errorAnswer(message: string, type: string): { value: ContentAnswer; bytes: number } {
+  const rendered = render({ error: message })
   const languages = { selected: null, default: null }
   return { value: { status: 404, surrogateKeys: typeTag(type), rendered, rows: [], languages, meta: null, link: null }, bytes: rendered.body.byteLength + 256 }
 }

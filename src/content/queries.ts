@@ -408,6 +408,7 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
 function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
   return sql`
     (
+      with ${pageTerms(sql, withModel)}
       select coalesce(
         json_agg(
           json_build_object(
@@ -449,6 +450,32 @@ function listOrder(sql: Sql): PendingQuery<Row[]> {
   return sql`e.published_at desc nulls last, e.id desc`
 }
 
+/**
+ * The terms of the page's entries, in one join for the whole page (C16): a
+ * join per entry made the planner hash the whole terms table once per entry.
+ * Lean: id, name and slug; with models (C25): also the position and taxonomy.
+ */
+function pageTerms(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
+  const term = withModel
+    ? sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug, 'position', et.position, 'taxonomy', json_build_object('id', tx.id, 'slug', tx.slug, 'name', tx.name))`
+    : sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug)`
+  return sql`
+    page_terms as materialized (
+      select et.entry_id, json_agg(${term} order by et.position, term.id) as terms
+      from page_entries pe
+      join entry_terms et on et.entry_id = pe.id
+      join terms term on term.id = et.term_id
+      ${withModel ? sql`join taxonomies tx on tx.id = term.taxonomy_id` : sql``}
+      group by et.entry_id
+    )
+  `
+}
+
+/** An entry's terms from page_terms; `e` is in scope. */
+function termsOf(sql: Sql): PendingQuery<Row[]> {
+  return sql`coalesce((select pt.terms from page_terms pt where pt.entry_id = e.id), '[]'::json)`
+}
+
 /** The lean row's translation (C14), image with two variants (C15) and terms (C16); `e` is in scope. */
 function itemFields(sql: Sql): PendingQuery<Row[]> {
   return sql`
@@ -475,15 +502,7 @@ function itemFields(sql: Sql): PendingQuery<Row[]> {
       from media m
       where m.id = e.featured_image_id
     ),
-    'terms', (
-      select coalesce(
-        json_agg(json_build_object('id', term.id, 'name', term.name, 'slug', term.slug) order by et.position, term.id),
-        '[]'::json
-      )
-      from entry_terms et
-      join terms term on term.id = et.term_id
-      where et.entry_id = e.id
-    )
+    'terms', ${termsOf(sql)}
   `
 }
 
@@ -513,10 +532,11 @@ function completeRow(row: EntryRow, languages: Languages): EntryRow {
 function entryModel(sql: Sql): PendingQuery<Row[]> {
   return sql`
     json_build_object(
+      -- Every entry of the page has the statement's type: built once (an InitPlan), not per entry.
       'content_type', (
         select json_build_object('id', ct.id, 'slug', ct.slug, 'name', ct.name)
         from content_types ct
-        where ct.id = e.content_type_id
+        where ct.id = (select id from content_type)
       ),
       'updated_at', ${epochSeconds(sql, sql`e.updated_at`)},
       'author_id', e.author_id,
@@ -540,25 +560,7 @@ function entryModel(sql: Sql): PendingQuery<Row[]> {
         from entry_translations t
         where t.entry_id = e.id
       ),
-      'terms', (
-        select coalesce(
-          json_agg(
-            json_build_object(
-              'id', term.id,
-              'name', term.name,
-              'slug', term.slug,
-              'position', et.position,
-              'taxonomy', json_build_object('id', tx.id, 'slug', tx.slug, 'name', tx.name)
-            )
-            order by et.position, term.id
-          ),
-          '[]'::json
-        )
-        from entry_terms et
-        join terms term on term.id = et.term_id
-        join taxonomies tx on tx.id = term.taxonomy_id
-        where et.entry_id = e.id
-      ),
+      'terms', ${termsOf(sql)},
       'image', (
         select json_build_object(
           'id', m.id,

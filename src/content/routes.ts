@@ -56,20 +56,24 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
    * callback it costs nothing (C28). Each request maps its own items from the
    * answer's rows; the models are built once per answer and frozen (C25).
    */
-  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
+  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer, shared: boolean): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
     const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: answer.link }
     if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
     const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
-    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
+    // Shared with other requests once kept (or joined, C37): frozen. An answer of one request alone needs no guard.
+    answer.models ??= answer.rows.map((row) => {
+      const model = toEntryModel(row, config.mediaBaseUrl)
+      return shared ? deepFreeze(model) : model
+    })
     const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
     const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
-    const rendered = await render(envelope(filtered, answer.meta))
+    const rendered = render(envelope(filtered, answer.meta))
     return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
   }
 
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
   async function respond(request: Request, set: { headers: Record<string, unknown> }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
-    const { output, reads } = await prepare(request, route, read.value)
+    const { output, reads } = await prepare(request, route, read.value, read.status !== 'BYPASS')
     // Only the answer's own headers: the framework adds what it set when they are missing (a 304 has no type).
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) delete set.headers['content-type']
     return slot.respond(request, String(set.headers['x-request-id']), read, output, reads)

@@ -1,16 +1,20 @@
+import { createHash } from 'node:crypto'
+
 /**
  * HTTP caching of the content routes (C32–C34): strong ETags from the bytes
  * sent, If-None-Match, and Cache-Control up to the next go-live.
  */
 
 /**
- * C32: a strong ETag from the exact bytes of a body; the same on every instance.
- * @example await etagOf(new TextEncoder().encode('{}')) // '"RBNvo1WzZ4oRRq0W9-hknpT7T8If536DEMBg9hyq_4o"'
+ * C32: a strong ETag from the exact bytes of a body (SHA-256, base64url); the
+ * same on every instance. Hashed in place with node:crypto, which Bun
+ * implements natively: crypto.subtle.digest gives the same bytes but, being
+ * asynchronous, cost 12.8 µs for a 640-byte body against 0.7 µs, a sixth of
+ * the main thread under an uncached single-entry load (issue 19).
+ * @example etagOf(new TextEncoder().encode('{}')) // '"RBNvo1WzZ4oRRq0W9-hknpT7T8If536DEMBg9hyq_4o"'
  */
-export async function etagOf(body: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', body))
-  const base64url = btoa(String.fromCharCode(...digest)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
-  return `"${base64url}"`
+export function etagOf(body: Uint8Array<ArrayBuffer>): string {
+  return `"${createHash('sha256').update(body).digest('base64url')}"`
 }
 
 /**
