@@ -6,7 +6,7 @@
  * `vitrine_bench` database it built (DATABASE_URL, or the embedded one).
  */
 import { readFileSync } from 'node:fs'
-import { writeFile, appendFile } from 'node:fs/promises'
+import { appendFile, copyFile, mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
@@ -52,7 +52,10 @@ try {
 
   // C38: the chain's output kept per variant. Each case alternates the services, median of 3 rounds.
   const trivial = await startService({ EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions') })
-  const custom = await startService({ EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions-custom-fields') })
+  // The custom-fields example installed as a site would: copied into an extensions folder of its own.
+  const customDir = await mkdtemp(join(tmpdir(), 'vitrine-custom-fields-'))
+  await copyFile(join(ROOT, 'src', 'hooks', 'examples', 'custom-fields.ts'), join(customDir, 'custom-fields.ts'))
+  const custom = await startService({ EXTENSIONS_DIR: customDir })
   const hookRows: string[] = []
   for (const [name, path] of cases) {
     const [plain, withTrivial, withCustom] = await alternate(tool, [cached, trivial, custom].map((service) => service + path))
@@ -60,7 +63,7 @@ try {
     console.log(hookRows.at(-1))
   }
   const trivialOff = await startService({ CACHE: 'off', EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions') })
-  const customOff = await startService({ CACHE: 'off', EXTENSIONS_DIR: join(ROOT, 'bench', 'extensions-custom-fields') })
+  const customOff = await startService({ CACHE: 'off', EXTENSIONS_DIR: customDir })
   for (const [name, path] of [cases[0], cases[2]]) {
     const [plain, withTrivial, withCustom] = await alternate(tool, [uncached, trivialOff, customOff].map((service) => service + path))
     hookRows.push(`| CACHE=off, ${name} | ${plain.toFixed(0)} | ${withTrivial.toFixed(0)} (${(withTrivial / plain).toFixed(2)}) | ${withCustom.toFixed(0)} (${(withCustom / plain).toFixed(2)}) |`)

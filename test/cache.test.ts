@@ -420,6 +420,46 @@ describe('C38 (revised): the chain\'s output is kept per variant of what it read
     }
   })
 
+  test('junk query strings never keep a page\'s own URL from its kept output', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    const { filters, counter } = membersOnly()
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      for (let index = 0; index < 40; index++) await hooked.get(`${LIST}/hello?utm_source=${index}`)
+      const runs = counter.calls
+      await hooked.get(`${LIST}/hello`)
+      await hooked.get(`${LIST}/hello`)
+      await hooked.get(`${LIST}/hello`)
+      // The first request runs the chain (its target is new) and keeps its output for the next.
+      expect(counter.calls).toBe(runs + 1)
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test('a callback that reads a header name the request cannot have, and catches the error, leaves nothing broken', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
+    const filters = new FilterRegistry()
+    filters.add('service/api/content-item', (data, _content, context) => {
+      try {
+        context.request.headers.get('bad name')
+      } catch {}
+      return data
+    })
+    const hooked = await cachedTestApp(db.url, {}, filters)
+    try {
+      await settled(hooked)
+      const responses = [await hooked.get(`${LIST}/hello`), await hooked.get(`${LIST}/hello`)]
+      expect(responses.map((response) => [response.status, response.headers.get('x-cache')])).toEqual([
+        [200, 'MISS'],
+        [200, 'HIT'],
+      ])
+    } finally {
+      await hooked.close()
+    }
+  })
+
   test('a volatile callback runs on every request for the answers it touches, and only those', async () => {
     await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
     await addEntry(db.sql, { translations: { en: { slug: 'quiet' } } })
@@ -489,13 +529,15 @@ describe('C38 (revised): the chain\'s output is kept per variant of what it read
     await addEntry(db.sql, { translations: { en: { slug: 'hello', body: 'x'.repeat(2000) } } })
     await addEntry(db.sql, { translations: { en: { slug: 'other' } } })
     const filters = new FilterRegistry()
-    filters.add('service/api/content-item', (data, _content, context) => ({ ...data, session: context.request.headers.get('x-session') ?? '' }), {
+    // Outputs of 20 kB: 32 of them would be more than the whole cache.
+    filters.add('service/api/content-item', (data, _content, context) => ({ ...data, session: `${context.request.headers.get('x-session') ?? ''}${'x'.repeat(20_000)}` }), {
       schema: { add: { session: t.String() } },
     })
     const maxBytes = 256 * 1024
     const hooked = await cachedTestApp(db.url, {}, filters, maxBytes)
     try {
       await settled(hooked)
+      hooked.statements.length = 0
       await hooked.get(`${LIST}/other`)
       const sizes: number[] = []
       for (let index = 0; index < 300; index++) {
@@ -508,6 +550,8 @@ describe('C38 (revised): the chain\'s output is kept per variant of what it read
       expect(sizes.at(-1)).toBe(sizes[99])
       expect((await hooked.get(`${LIST}/other`)).headers.get('x-cache')).toBe('HIT')
       expect(hooked.cache.stats.answers).toBe(2)
+      // The flooded answer itself stays kept: its statement ran once.
+      expect(hooked.statements.filter((statement) => statement.includes('page_entries')).length).toBe(2)
     } finally {
       await hooked.close()
     }
@@ -552,6 +596,12 @@ describe('C38 (revised): the chain\'s output is kept per variant of what it read
         ['request', 200, 'GET', `${LIST}/hello`],
         ['request', 200, 'GET', `${LIST}/hello`],
       ])
+      // A 404 answer logs 404 whether the routes or the slot answered it.
+      const missing = hooked.loggedRequest(`${LIST}/missing?logged=2`)
+      await hooked.get(`${LIST}/missing?logged=2`)
+      await missing
+      await hooked.get(`${LIST}/missing?logged=2`)
+      expect(hooked.logs.filter((line) => line.includes('logged=2')).map((line) => JSON.parse(line).status)).toEqual([404, 404])
     } finally {
       await hooked.close()
     }

@@ -4,6 +4,8 @@ import { Variants } from './variants'
 
 /** Outputs kept per answer (C38): a header with a new value on every request churns these. */
 const VARIANTS_PER_ANSWER = 32
+/** The share of the cache one answer's outputs may take, so that their churn never evicts the rest. */
+const VARIANTS_SHARE = 1 / 8
 /** Request targets that lead to one answer, looked up before any parsing. */
 const TARGETS_PER_ANSWER = 16
 /** What a kept request target costs besides its characters. */
@@ -33,7 +35,7 @@ export interface CachedRead<Value> {
   /** performance.now() at which the answer stops being true; Infinity when no go-live is ahead. */
   expiresAt: number
   /** Where the answer is kept, for `keep`; null when it is not (BYPASS, or changed while it was loaded). */
-  slot: Slot<Value, unknown> | null
+  place: Place<Value, unknown> | null
 }
 
 /** What the store holds under a key: the answer, the outputs computed from it, and the request targets that lead to it. */
@@ -43,7 +45,7 @@ interface Kept<Value, Output> {
   targets: string[]
 }
 
-interface Slot<Value, Output> {
+interface Place<Value, Output> {
   key: string
   stored: StoredAnswer<Kept<Value, Output>>
 }
@@ -67,8 +69,8 @@ export interface KeptOutput<Output> {
  */
 export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
   readonly #store: AnswerStore<Kept<Value, Output>>
-  /** Request target → the slot of the answer it led to, while that answer is kept. */
-  readonly #targets = new Map<string, Slot<Value, Output>>()
+  /** Request target → where the answer it led to is kept, while that answer is kept. */
+  readonly #targets = new Map<string, Place<Value, Output>>()
   /** Counts changes (and losses of the listener); a statement remembers the count it started at. */
   #epoch = 0
   #everythingChangedAt = 0
@@ -77,7 +79,7 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
   #languages: LanguageSet | null = null
   #inFlight = new Map<string, { epoch: number; read: Promise<CachedRead<Value>> }>()
 
-  constructor(maxBytes: number) {
+  constructor(readonly maxBytes: number) {
     this.#store = new AnswerStore<Kept<Value, Output>>(maxBytes, (_key, stored) => {
       for (const target of stored.value.targets) {
         if (this.#targets.get(target)?.stored === stored) this.#targets.delete(target)
@@ -104,12 +106,12 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
     if (language === null || !this.#listening) {
       const startedAt = performance.now()
       const loaded = await load()
-      return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, slot: null }
+      return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
     }
     const now = performance.now()
     const stored = this.#store.get(key, now)
     if (stored) {
-      return { value: stored.value.value, status: 'HIT', ageSeconds: Math.floor((now - stored.storedAt) / 1000), expiresAt: stored.expiresAt, slot: { key, stored } }
+      return { value: stored.value.value, status: 'HIT', ageSeconds: Math.floor((now - stored.storedAt) / 1000), expiresAt: stored.expiresAt, place: { key, stored } }
     }
     const flight = this.#inFlight.get(key)
     // Joining a statement that started before a change would serve what the change replaced.
@@ -129,14 +131,14 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
     const loaded = await load()
     const expiresAt = startedAt + loaded.expiresInMs
     const changed = Math.max(this.#everythingChangedAt, loaded.typeId === null ? 0 : (this.#typeChangedAt.get(loaded.typeId) ?? 0))
-    let slot: Slot<Value, Output> | null = null
+    let place: Place<Value, Output> | null = null
     if (changed <= epoch && this.#listening && loaded.language === language) {
-      const kept = { value: loaded.value, variants: new Variants<Output>(VARIANTS_PER_ANSWER), targets: [] }
+      const kept = { value: loaded.value, variants: new Variants<Output>(VARIANTS_PER_ANSWER, this.maxBytes * VARIANTS_SHARE), targets: [] }
       const stored = { value: kept, bytes: loaded.bytes, typeId: loaded.typeId, storedAt: startedAt, expiresAt }
       this.#store.set(key, stored)
-      slot = { key, stored }
+      place = { key, stored }
     }
-    return { value: loaded.value, status: 'MISS', ageSeconds: 0, expiresAt, slot }
+    return { value: loaded.value, status: 'MISS', ageSeconds: 0, expiresAt, place }
   }
 
   /**
@@ -147,14 +149,20 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
    * answers). Outputs count against the cache's bound.
    */
   keep(read: CachedRead<Value>, target: string, names: readonly string[], values: readonly (string | null)[], output: Output, bytes: number): void {
-    const slot = read.slot as Slot<Value, Output> | null
-    if (slot === null || !this.#listening || !this.#store.holds(slot.key, slot.stored)) return
-    const { key, stored } = slot
+    const place = read.place as Place<Value, Output> | null
+    if (place === null || !this.#listening || !this.#store.holds(place.key, place.stored)) return
+    const { key, stored } = place
     let grown = 0
     const kept = stored.value
-    if (!this.#targets.has(target) && kept.targets.length < TARGETS_PER_ANSWER) {
+    if (this.#targets.get(target)?.stored !== stored) {
+      // The oldest target out: junk query strings never keep a page's own URL from its outputs.
+      if (kept.targets.length >= TARGETS_PER_ANSWER) {
+        const oldest = kept.targets.shift()!
+        if (this.#targets.get(oldest)?.stored === stored) this.#targets.delete(oldest)
+        grown -= oldest.length * 2 + TARGET_BYTES
+      }
       kept.targets.push(target)
-      this.#targets.set(target, slot)
+      this.#targets.set(target, place)
       grown += target.length * 2 + TARGET_BYTES
     }
     grown += kept.variants.add(names, values, output, bytes)
@@ -169,10 +177,10 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
    */
   lookup(target: string, valueOf: (name: string) => string | null): KeptOutput<Output> | undefined {
     if (!this.#listening) return undefined
-    const slot = this.#targets.get(target)
-    if (slot === undefined) return undefined
-    const stored = this.#store.get(slot.key)
-    if (stored !== slot.stored) return undefined
+    const place = this.#targets.get(target)
+    if (place === undefined) return undefined
+    const stored = this.#store.get(place.key)
+    if (stored !== place.stored) return undefined
     const output = stored.value.variants.find(valueOf)
     return output === undefined ? undefined : { output, storedAt: stored.storedAt, expiresAt: stored.expiresAt }
   }

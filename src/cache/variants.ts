@@ -4,10 +4,10 @@
  * order first read, and their values: a request gets it when it gives every
  * one of those names the same value. A computation that reads the same names
  * for the same values is the same computation, so at most one kept output
- * matches a request. Bounded in number: the least recently used goes first, so
- * that a header with a new value on every request churns this answer's
- * outputs and nothing else.
- * @example const variants = new Variants<Body>(32); variants.add(['header:x-member'], ['1'], body, 4096); variants.find((name) => request.headers.get(name.slice(7)))
+ * matches a request. Bounded in number and in bytes: the least recently used
+ * goes first, so that a header with a new value on every request churns this
+ * answer's outputs, within their share of the cache, and nothing else.
+ * @example const variants = new Variants<Body>(32, 8 * 1024 * 1024); variants.add(['header:x-member'], ['1'], body, 4096); variants.find((name) => request.headers.get(name.slice(7)))
  */
 export class Variants<Output> {
   /** By names and values; a Map keeps insertion order: re-inserting on a find makes the first the least recently used. */
@@ -16,7 +16,10 @@ export class Variants<Output> {
   #signatures = new Map<string, { names: readonly string[]; count: number }>()
   #bytes = 0
 
-  constructor(readonly maxCount: number) {}
+  constructor(
+    readonly maxCount: number,
+    readonly maxBytes: number,
+  ) {}
 
   /** The output kept for the values `valueOf` gives, if any. */
   find(valueOf: (name: string) => string | null): Output | undefined {
@@ -45,8 +48,9 @@ export class Variants<Output> {
     const known = this.#signatures.get(signature)
     if (known) known.count++
     else this.#signatures.set(signature, { names: [...names], count: 1 })
+    // An output larger than the whole share is not kept at all.
     for (const oldest of this.#kept.keys()) {
-      if (this.#kept.size <= this.maxCount) break
+      if (this.#kept.size <= this.maxCount && this.#bytes <= this.maxBytes) break
       this.#remove(oldest)
     }
     return this.#bytes - before

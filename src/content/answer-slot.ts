@@ -70,7 +70,7 @@ export class AnswerSlot {
    * volatile callback ran (C38). The framework strips the body of a HEAD.
    */
   respond(request: Request, requestId: string, read: CachedRead<ContentAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
-    if (read.slot !== null && !reads?.volatile) {
+    if (read.place !== null && !reads?.volatile) {
       // A plain answer's body is the answer's own: the output costs only its headers.
       const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + OUTPUT_BYTES
       this.#cache?.keep(read, targetOf(request.url), reads?.names ?? [], reads?.values ?? [], output, bytes)

@@ -402,8 +402,9 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
  * The entries of `page_entries` as a JSON array of EntryRow, in list order:
  * lean (the item's own translation, image variants and terms), or with each
  * entry's model (C25), from which completeRow then takes those. Every relation
- * is a subquery per entry: an index lookup whatever the planner guesses of the
- * page's size (the statement keeps one generic plan, see connect.ts).
+ * but the terms is a subquery per entry: an index lookup whatever the planner
+ * guesses of the page's size (the statement keeps one generic plan, see
+ * connect.ts); the terms come from one join for the whole page (pageTerms).
  */
 function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
   return sql`

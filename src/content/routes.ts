@@ -48,7 +48,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     }
     const startedAt = performance.now()
     const loaded = await load()
-    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, slot: null }
+    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
   }
 
   /**
@@ -56,15 +56,12 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
    * callback it costs nothing (C28). Each request maps its own items from the
    * answer's rows; the models are built once per answer and frozen (C25).
    */
-  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer, shared: boolean): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
+  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
     const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: answer.link }
     if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
     const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
-    // Shared with other requests once kept (or joined, C37): frozen. An answer of one request alone needs no guard.
-    answer.models ??= answer.rows.map((row) => {
-      const model = toEntryModel(row, config.mediaBaseUrl)
-      return shared ? deepFreeze(model) : model
-    })
+    // Shared by every request the answer serves (C25, C37): frozen, with or without the cache, so that a callback behaves alike in both.
+    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
     const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
     const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
     const rendered = render(envelope(filtered, answer.meta))
@@ -72,11 +69,14 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
   }
 
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
-  async function respond(request: Request, set: { headers: Record<string, unknown> }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
-    const { output, reads } = await prepare(request, route, read.value, read.status !== 'BYPASS')
+  async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
+    const { output, reads } = await prepare(request, route, read.value)
     // Only the answer's own headers: the framework adds what it set when they are missing (a 304 has no type).
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) delete set.headers['content-type']
-    return slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
+    const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
+    // The log line says what was sent (a 404 answer, a 304), as a hit's does.
+    set.status = response.status
+    return response
   }
 
   return new Elysia({ name: 'content-routes' })

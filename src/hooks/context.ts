@@ -42,10 +42,11 @@ export function readOf(request: Request, name: string): string | null {
 export function createFilterContext(request: Request, { language, defaultLanguage, route, publicUrl }: RouteFacts): RequestContext {
   const reads = newReads()
   const record = (name: string) => {
-    if (!reads.names.includes(name)) {
-      reads.names.push(name)
-      reads.values.push(readOf(request, name))
-    }
+    if (reads.names.includes(name)) return
+    // The value first: a name the request cannot read (an invalid header name) throws before it is recorded.
+    const value = readOf(request, name)
+    reads.names.push(name)
+    reads.values.push(value)
   }
   const memo = new Map<string, Promise<unknown>>()
   const headers = Object.freeze({

@@ -314,19 +314,19 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'variant-keeps-volatile',
     regression: 'C38: the output of a volatile callback is kept and served again',
-    edits: [{ file: 'src/content/answer-slot.ts', find: 'if (read.slot !== null && !reads?.volatile) {', replace: 'if (read.slot !== null) {' }],
+    edits: [{ file: 'src/content/answer-slot.ts', find: 'if (read.place !== null && !reads?.volatile) {', replace: 'if (read.place !== null) {' }],
     tests: [CACHE],
   },
   {
     id: 'variant-outlives-answer',
     regression: 'C36/C38: an output computed from an answer that a write dropped is still served',
-    edits: [{ file: 'src/cache/content-cache.ts', find: 'if (stored !== slot.stored) return undefined', replace: 'if (stored !== slot.stored) return ((output) => output && { output, storedAt: slot.stored.storedAt, expiresAt: slot.stored.expiresAt })(slot.stored.value.variants.find(valueOf))' }],
+    edits: [{ file: 'src/cache/content-cache.ts', find: 'if (stored !== place.stored) return undefined', replace: 'if (stored !== place.stored) return ((output) => output && { output, storedAt: place.stored.storedAt, expiresAt: place.stored.expiresAt })(place.stored.value.variants.find(valueOf))' }],
     tests: [CACHE],
   },
   {
     id: 'variants-unbounded',
     regression: 'C38: a header with a new value on every request grows one answer\'s outputs without bound',
-    edits: [{ file: 'src/cache/variants.ts', find: 'if (this.#kept.size <= this.maxCount) break', replace: 'break' }],
+    edits: [{ file: 'src/cache/variants.ts', find: 'if (this.#kept.size <= this.maxCount && this.#bytes <= this.maxBytes) break', replace: 'break' }],
     tests: [CACHE],
   },
 
