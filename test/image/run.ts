@@ -1,0 +1,66 @@
+/**
+ * `bun run test:image [--no-cache]`: the production image, built and run for
+ * real (README, "Deploy"). With podman under a private configuration
+ * (./podman.ts), it makes a stand-in for the official Bun images once
+ * (./stand-in-base.ts), builds the project's Dockerfile unchanged (./build.ts)
+ * and smoke-tests the image (./smoke.ts) with DATABASE_URL, against a
+ * throwaway database (./database.ts), and without it, on the embedded
+ * PostgreSQL. `--no-cache` rebuilds every layer of the image.
+ *
+ * Everything it keeps (the base's root filesystem, podman's storage) is under
+ * ~/.cache/vitrine-image, or VITRINE_IMAGE_CACHE. Exit status 0 when every
+ * check passes, 1 otherwise. CI runs it when podman is installed (.ci/run).
+ */
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { buildImage } from './build'
+import { Checklist, seconds } from './checklist'
+import { requireCommands } from './command'
+import { throwawayDatabase, type ThrowawayDatabase } from './database'
+import { privatePodman } from './podman'
+import { removeContainers, smokeTestEmbedded, smokeTestWithDatabase } from './smoke'
+import { BASE_TAGS, ensureStandInBase } from './stand-in-base'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const IMAGE = 'localhost/vitrine:image-test'
+const CACHE_DIR = process.env.VITRINE_IMAGE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'vitrine-image')
+
+const started = performance.now()
+const checklist = new Checklist()
+const timings: string[] = []
+let database: ThrowawayDatabase | undefined
+let cleanUp = async () => {}
+try {
+  requireCommands(['podman', 'runc'])
+  const podman = await privatePodman(CACHE_DIR)
+  cleanUp = () => removeContainers(podman)
+  await cleanUp()
+  console.log(`Image test (podman storage and the base under ${CACHE_DIR})`)
+
+  await checklist.check(`the stand-in base images ${BASE_TAGS.join(' and ')} are there`, async () => {
+    const step = performance.now()
+    const outcome = await ensureStandInBase(podman, CACHE_DIR, (line) => console.log(`    ${line}`))
+    timings.push(`base ${outcome} in ${seconds(step)} s`)
+  })
+  await checklist.check('the Dockerfile builds unchanged', async () => {
+    const step = performance.now()
+    const noCache = process.argv.includes('--no-cache')
+    await buildImage(podman, { root: ROOT, image: IMAGE, cacheDir: CACHE_DIR, noCache })
+    timings.push(`image built${noCache ? ' without cache' : ''} in ${seconds(step)} s`)
+    const { stdout } = await podman.run(['image', 'inspect', '--format', '{{.Size}}', IMAGE])
+    timings.push(`image size ${Math.round(Number(stdout) / 1e6)} MB`)
+  })
+
+  database = await throwawayDatabase()
+  console.log(`  (DATABASE_URL: a fresh database on ${database.server})`)
+  await smokeTestWithDatabase({ podman, image: IMAGE, checklist }, database.url)
+  await smokeTestEmbedded({ podman, image: IMAGE, checklist })
+} catch (error) {
+  console.error(`\n${error instanceof Error ? error.message : String(error)}\n`)
+  process.exitCode = 1
+} finally {
+  await cleanUp()
+  await database?.drop()
+}
+console.log(`${timings.join(', ')}; whole run ${seconds(started)} s`)
+console.log(checklist.summary())
