@@ -26,7 +26,8 @@ export interface Podman {
  */
 export async function privatePodman(cacheDir: string): Promise<Podman> {
   // Run-time state on /run (a tmpfs): after a reboot podman must not believe old containers still run.
-  const runDir = join('/run', 'vitrine-image')
+  // One folder per cache folder: two storages must not share their locks.
+  const runDir = join('/run', 'vitrine-image', Bun.hash(cacheDir).toString(36))
   const containersConf = join(cacheDir, 'containers.conf')
   const storageConf = join(cacheDir, 'storage.conf')
   await mkdir(cacheDir, { recursive: true })

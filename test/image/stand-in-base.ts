@@ -6,23 +6,28 @@
  * official images copy: x64-baseline or aarch64), `bunx` and the `node`
  * fallback linked to it, the user `bun` (uid and gid 1000, home /home/bun),
  * their entry point, and their defaults: root, WORKDIR /home/bun/app,
- * CMD ["/usr/local/bin/bun"]. Both tags name the same image: the official slim
- * image differs by files this service does not use (documentation, locales).
+ * CMD ["/usr/local/bin/bun"]. The slim one is on Debian's slim image, which
+ * has no documentation, manual pages or translations, and dpkg told to
+ * install none.
  *
- * The root filesystem is kept as a tarball in the cache folder, and imported
- * again whenever the image is missing from podman's storage.
+ * Both root filesystems are kept as tarballs in the cache folder, and imported
+ * again whenever an image is missing from podman's storage.
  */
 import { existsSync } from 'node:fs'
-import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rename, symlink, writeFile } from 'node:fs/promises'
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { arch } from 'node:os'
 import { join } from 'node:path'
 import { execute, requireCommands } from './command'
 import type { Podman } from './podman'
 
-export const BASE_TAGS = ['oven/bun:1', 'oven/bun:1-slim']
+const VARIANTS = [
+  { tag: 'oven/bun:1', suffix: '' },
+  { tag: 'oven/bun:1-slim', suffix: '-slim' },
+]
+export const BASE_TAGS = VARIANTS.map((variant) => variant.tag)
 
 /** Names what the stand-in is made of; a change of recipe makes a new one. */
-const RECIPE = 1
+const RECIPE = 2
 const SUITE = 'bookworm'
 const LABEL = 'vitrine.stand-in'
 
@@ -38,6 +43,17 @@ fi
 exec "$@"
 `
 
+/** What Debian's slim images leave out (as their dpkg configuration says), copyright notices kept. */
+const SLIM_DPKG_CONFIG = `path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/linda/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/man/*
+`
+
 const IMAGE_SETTINGS = [
   'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/bun-node-fallback-bin',
   'ENV BUN_RUNTIME_TRANSPILER_CACHE_PATH=0',
@@ -50,8 +66,8 @@ const IMAGE_SETTINGS = [
 export type BaseOutcome = 'made' | 'imported' | 'cached'
 
 /**
- * Makes sure both tags name the stand-in for the running Bun version: already
- * there (`cached`), imported from the kept tarball (`imported`), or made anew (`made`).
+ * Makes sure both tags name the stand-ins for the running Bun version: already
+ * there (`cached`), imported from the kept tarballs (`imported`), or made anew (`made`).
  * @example await ensureStandInBase(podman, cacheDir, console.log)
  */
 export async function ensureStandInBase(podman: Podman, cacheDir: string, log: (line: string) => void): Promise<BaseOutcome> {
@@ -61,16 +77,16 @@ export async function ensureStandInBase(podman: Podman, cacheDir: string, log: (
   const labels = await Promise.all(BASE_TAGS.map((tag) => imageLabel(podman, tag)))
   if (labels.every((label) => label === key)) return 'cached'
 
-  const tarball = join(cacheDir, 'base', `${key}.tar`)
+  const tarball = (suffix: string) => join(cacheDir, 'base', `${key}${suffix}.tar`)
   let outcome: BaseOutcome = 'imported'
-  if (!existsSync(tarball)) {
-    log(`making the stand-in base ${key} (debootstrap and Bun from npm: a few minutes, once)`)
-    await makeRootTarball(tarball, `${bunPackage}@${Bun.version}`)
+  if (!VARIANTS.every((variant) => existsSync(tarball(variant.suffix)))) {
+    log(`making the stand-in base ${key} (debootstrap and Bun from npm: a minute or two, once)`)
+    await makeRootTarballs(tarball(''), tarball('-slim'), `${bunPackage}@${Bun.version}`)
+    await removeOtherTarballs(join(cacheDir, 'base'), key)
     outcome = 'made'
   }
   const changes = [...IMAGE_SETTINGS, `LABEL ${LABEL}=${key}`].flatMap((change) => ['--change', change])
-  await podman.run(['import', ...changes, tarball, BASE_TAGS[0]])
-  for (const tag of BASE_TAGS.slice(1)) await podman.run(['tag', BASE_TAGS[0], tag])
+  for (const variant of VARIANTS) await podman.run(['import', ...changes, tarball(variant.suffix), variant.tag])
   return outcome
 }
 
@@ -79,7 +95,7 @@ async function imageLabel(podman: Podman, tag: string): Promise<string | undefin
   return code === 0 ? stdout.trim() : undefined
 }
 
-async function makeRootTarball(tarball: string, bunPackage: string): Promise<void> {
+async function makeRootTarballs(tarball: string, slimTarball: string, bunPackage: string): Promise<void> {
   requireCommands(['debootstrap', 'chroot', 'npm'])
   const workDir = join(tarball, '..')
   await mkdir(workDir, { recursive: true })
@@ -96,12 +112,35 @@ async function makeRootTarball(tarball: string, bunPackage: string): Promise<voi
     await execute(['chroot', root, '/usr/local/bin/bun', '--version'])
     // What debootstrap downloaded is no part of the image.
     await execute(['sh', '-c', 'rm -rf var/cache/apt/archives/*.deb var/lib/apt/lists/*'], { cwd: root })
-    await execute(['tar', '--numeric-owner', '-C', root, '-cf', `${tarball}.part`, '.'])
-    await rename(`${tarball}.part`, tarball)
+    await writeTarball(root, tarball)
+    await slim(root)
+    await writeTarball(root, slimTarball)
   } finally {
     // --one-file-system: a failed debootstrap may leave /proc mounted inside.
     await execute(['rm', '-rf', '--one-file-system', scratch], { allowFailure: true })
   }
+}
+
+/** Stand-ins of other Bun versions or recipes. */
+async function removeOtherTarballs(folder: string, key: string): Promise<void> {
+  const kept = VARIANTS.map((variant) => `${key}${variant.suffix}.tar`)
+  for (const name of await readdir(folder)) if (name.endsWith('.tar') && !kept.includes(name)) await rm(join(folder, name))
+}
+
+async function writeTarball(root: string, tarball: string): Promise<void> {
+  await execute(['tar', '--numeric-owner', '-C', root, '-cf', `${tarball}.part`, '.'])
+  await rename(`${tarball}.part`, tarball)
+}
+
+/** Removes what Debian's slim image does not have, and keeps later installs from adding it. */
+async function slim(root: string): Promise<void> {
+  await writeFile(join(root, 'etc/dpkg/dpkg.cfg.d/docker'), SLIM_DPKG_CONFIG)
+  const script = [
+    'find usr/share/doc -mindepth 1 -not -name copyright -not -type d -delete',
+    'find usr/share/doc -mindepth 1 -type d -empty -delete',
+    'rm -rf usr/share/groff/* usr/share/info/* usr/share/linda/* usr/share/lintian/* usr/share/locale/* usr/share/man/*',
+  ]
+  await execute(['sh', '-c', script.join(' && ')], { cwd: root })
 }
 
 /** Bun's binary from its npm package (no install script runs), plus `bunx` and the `node` fallback. */
