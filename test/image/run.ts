@@ -25,7 +25,14 @@ const ROOT = join(import.meta.dir, '..', '..')
 const IMAGE = 'localhost/vitrine:image-test'
 const CACHE_DIR = process.env.VITRINE_IMAGE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'vitrine-image')
 
+/** Far above a cold run (about two minutes): a command that hangs must not hold CI until its own limit. */
+const RUN_LIMIT_MS = 20 * 60_000
+
 const started = performance.now()
+setTimeout(() => {
+  console.error(`\nThe image test ran for more than ${RUN_LIMIT_MS / 60_000} minutes: stopped. A later run removes its containers.`)
+  process.exit(1)
+}, RUN_LIMIT_MS).unref()
 const checklist = new Checklist()
 const timings: string[] = []
 let database: ThrowawayDatabase | undefined
@@ -64,3 +71,5 @@ try {
 }
 console.log(`${timings.join(', ')}; whole run ${seconds(started)} s`)
 console.log(checklist.summary())
+// A connection a failure left open must not keep the process alive.
+process.exit()
