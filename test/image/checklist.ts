@@ -7,11 +7,12 @@ export class Checklist {
   passed = 0
   failed = 0
 
-  /** Runs one check; a failure is printed and rethrown. */
-  async check(name: string, run: () => Promise<void>): Promise<void> {
+  /** Runs one check and returns what it found; a failure is printed and rethrown. */
+  async check<T>(name: string, run: () => Promise<T>): Promise<T> {
     const started = performance.now()
+    let result: T
     try {
-      await run()
+      result = await run()
     } catch (error) {
       this.failed++
       console.log(`  ✗ ${name}`)
@@ -19,6 +20,7 @@ export class Checklist {
     }
     this.passed++
     console.log(`  ✓ ${name} (${seconds(started)} s)`)
+    return result
   }
 
   summary(): string {

@@ -38,12 +38,14 @@ const timings: string[] = []
 let database: ThrowawayDatabase | undefined
 let cleanUp = async () => {}
 try {
-  requireCommands(['podman', 'runc'])
-  const podman = await privatePodman(CACHE_DIR)
-  cleanUp = () => removeContainers(podman)
-  await cleanUp()
-  console.log(`Image test (podman storage and the base under ${CACHE_DIR})`)
-
+  console.log(`Image test (podman's storage and the base images under ${CACHE_DIR})`)
+  const podman = await checklist.check('podman and runc are installed; podman gets a configuration of its own', async () => {
+    requireCommands(['podman', 'runc'])
+    const podman = await privatePodman(CACHE_DIR)
+    cleanUp = () => removeContainers(podman)
+    await cleanUp()
+    return podman
+  })
   await checklist.check(`the stand-in base images ${BASE_TAGS.join(' and ')} are there`, async () => {
     const step = performance.now()
     const outcome = await ensureStandInBase(podman, CACHE_DIR, (line) => console.log(`    ${line}`))
@@ -58,9 +60,12 @@ try {
     timings.push(`image size ${Math.round(Number(stdout) / 1e6)} MB`)
   })
 
-  database = await throwawayDatabase()
-  console.log(`  (DATABASE_URL: a fresh database on ${database.server})`)
-  await smokeTestWithDatabase({ podman, image: IMAGE, checklist }, database.url)
+  const { url: databaseUrl } = await checklist.check('a fresh database for DATABASE_URL', async () => {
+    database = await throwawayDatabase()
+    console.log(`    on ${database.server}`)
+    return database
+  })
+  await smokeTestWithDatabase({ podman, image: IMAGE, checklist }, databaseUrl)
   await smokeTestEmbedded({ podman, image: IMAGE, checklist })
 } catch (error) {
   console.error(`\n${error instanceof Error ? error.message : String(error)}\n`)

@@ -47,9 +47,10 @@ export async function smokeTestWithDatabase({ podman, image, checklist }: SmokeT
     expectMatch(stdout, /Loaded the demo site: [1-9]\d* entries/, 'the seed output')
   })
 
-  const url = await startContainer(podman, image, SERVED, { DATABASE_URL: databaseUrl, SHUTDOWN_GRACE_MS: String(GRACE_MS) })
+  let url = ''
   await withLogs(podman, SERVED, async () => {
     await checklist.check('the service starts (CMD `bun run start`) and /healthz answers', async () => {
+      url = await startContainer(podman, image, SERVED, { DATABASE_URL: databaseUrl, SHUTDOWN_GRACE_MS: String(GRACE_MS) })
       await waitUntilServing(podman, SERVED, url)
       expectEqual(await getJson(`${url}/healthz`), { status: 'ok' }, '/healthz')
     })
@@ -78,12 +79,12 @@ export async function smokeTestWithDatabase({ podman, image, checklist }: SmokeT
 
 /** Without DATABASE_URL: the embedded PostgreSQL, its cluster on a volume that outlives the container. */
 export async function smokeTestEmbedded({ podman, image, checklist }: SmokeTest): Promise<void> {
-  await podman.run(['volume', 'create', VOLUME])
   const mount = ['--volume', `${VOLUME}:/app/.data`]
   let firstPage: PostsList | undefined
-  const url = await startContainer(podman, image, EMBEDDED, {}, mount)
   await withLogs(podman, EMBEDDED, async () => {
     await checklist.check('without DATABASE_URL the embedded PostgreSQL starts, is migrated, gets the demo and serves it', async () => {
+      await podman.run(['volume', 'create', VOLUME])
+      const url = await startContainer(podman, image, EMBEDDED, {}, mount)
       await waitUntilServing(podman, EMBEDDED, url, START_TIMEOUT_MS)
       expectMatch(await logs(podman, EMBEDDED), DEMO_LOADED, 'the service log')
       expectEqual(await getJson(`${url}/readyz`), { status: 'ready' }, '/readyz')
@@ -99,9 +100,9 @@ export async function smokeTestEmbedded({ podman, image, checklist }: SmokeTest)
     })
   })
 
-  const restartedUrl = await startContainer(podman, image, RESTARTED, {}, mount)
   await withLogs(podman, RESTARTED, async () => {
     await checklist.check('a new container on the same volume keeps the data (no new cluster, same content)', async () => {
+      const restartedUrl = await startContainer(podman, image, RESTARTED, {}, mount)
       await waitUntilServing(podman, RESTARTED, restartedUrl, START_TIMEOUT_MS)
       const log = await logs(podman, RESTARTED)
       if (DEMO_LOADED.test(log)) throw new Error('The service created a new cluster and loaded the demo again: the volume did not keep the data.')
