@@ -1,4 +1,3 @@
-# Untested here: no Docker engine runs on our development machines. See README, "Deploy".
 FROM oven/bun:1 AS dependencies
 WORKDIR /app
 COPY package.json bun.lock ./

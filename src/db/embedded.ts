@@ -109,7 +109,8 @@ function isPortFree(port: number): Promise<boolean> {
   })
 }
 
-function freePort(): Promise<number> {
+/** A TCP port that nobody listens on at 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer()
     server.once('error', reject)
