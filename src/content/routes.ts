@@ -2,7 +2,6 @@ import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import { methodNotAllowed, notFound } from '../http/errors'
-import { ifNoneMatchMatches } from '../http/http-caching'
 import { ALLOWED_METHODS } from '../http/response-headers'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
@@ -71,9 +70,9 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
   async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
     const { output, reads } = await prepare(request, route, read.value)
-    // Only the answer's own headers: the framework adds what it set when they are missing (a 304 has no type).
-    if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) delete set.headers['content-type']
     const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
+    // The framework adds what it set when the response lacks it: a 304 has no type.
+    if (response.status === 304) delete set.headers['content-type']
     // The log line says what was sent (a 404 answer, a 304), as a hit's does.
     set.status = response.status
     return response

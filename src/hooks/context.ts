@@ -40,33 +40,32 @@ export function readOf(request: Request, name: string): string | null {
  * @example const { context, reads } = createFilterContext(request, { language: 'fr', defaultLanguage: 'en', route: 'service.api.content.index', publicUrl: 'https://cms.example.com' })
  */
 export function createFilterContext(request: Request, { language, defaultLanguage, route, publicUrl }: RouteFacts): RequestContext {
-  const reads = newReads()
-  const record = (name: string) => {
-    if (reads.names.includes(name)) return
+  const reads: RequestReads = { names: [], values: [], volatile: false }
+  /** The value the request gives `name`, recorded the first time it is read. */
+  const record = (name: string): string | null => {
+    const index = reads.names.indexOf(name)
+    if (index !== -1) return reads.values[index]!
     // The value first: a name the request cannot read (an invalid header name) throws before it is recorded.
     const value = readOf(request, name)
     reads.names.push(name)
     reads.values.push(value)
+    return value
   }
   const memo = new Map<string, Promise<unknown>>()
   const headers = Object.freeze({
     get(name: string) {
-      record(`header:${name.toLowerCase()}`)
-      return request.headers.get(name)
+      return record(`header:${name.toLowerCase()}`)
     },
     has(name: string) {
-      record(`has:${name.toLowerCase()}`)
-      return request.headers.has(name)
+      return record(`has:${name.toLowerCase()}`) === '1'
     },
   })
   const requestView = Object.freeze({
     get method() {
-      record('method')
-      return request.method
+      return record('method')!
     },
     get url() {
-      record('url')
-      return request.url
+      return record('url')!
     },
     headers,
   })
@@ -82,11 +81,6 @@ export function createFilterContext(request: Request, { language, defaultLanguag
     },
   })
   return { context, reads }
-}
-
-/** Nothing read yet. */
-function newReads(): RequestReads {
-  return { names: [], values: [], volatile: false }
 }
 
 /**
