@@ -4,7 +4,7 @@ import type { EntryModel } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
 import { toItem } from './map-item'
 import { encodeCursor, type Cursor } from './cursor'
-import { DEFAULT_PER_PAGE } from './parameters'
+import { DEFAULT_PER_PAGE, NO_FILTERS, type ListFilters } from './parameters'
 import { findLiveEntryBySlug, listLiveEntries, type EntryPage, type EntryRow, type Languages } from './queries'
 import type { Item } from './schemas'
 
@@ -73,8 +73,8 @@ const encoder = new TextEncoder()
  * right after a place in list order (C39); `Link` says where the walk goes on.
  * @example await loadListAnswer({ ...options, perPage: 20, start: { page: 1, cursor: null } })
  */
-export async function loadListAnswer(options: AnswerOptions & { perPage: number; start: ListStart }): Promise<Loaded<ContentAnswer>> {
-  const { perPage, start } = options
+export async function loadListAnswer(options: AnswerOptions & { perPage: number; start: ListStart; filters?: ListFilters }): Promise<Loaded<ContentAnswer>> {
+  const { perPage, start, filters = NO_FILTERS } = options
   const result = await listLiveEntries(options.sql, {
     type: options.type,
     lang: options.lang,
@@ -83,11 +83,12 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     countByScan: options.countByScan,
     withModel: options.withModel,
     timeoutMs: options.timeoutMs,
+    filters,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
   if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   const meta = { current_page: start.page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
-  const link = listLink(options, result, meta, start)
+  const link = listLink({ ...options, filters }, result, meta, start)
   return { ...loaded, ...(entriesAnswer(options, result.rows, result.languages, meta, link)) }
 }
 
@@ -95,29 +96,46 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
  * C39: `next` continues right after the page's last entry with a cursor,
  * when more live entries follow it; `first` and `last` are pages by number;
  * `prev` too, for a page asked by number (a cursor knows no page before it).
- * The URLs keep `lang` when it selects a language other than the default, and
- * `per_page` when it is not the default: nothing else of the request, so that
- * every request that shares an answer (C35) shares its links.
+ * The URLs keep `lang` when it selects a language other than the default,
+ * `per_page` when it is not the default, and the filters, normalised (C43):
+ * nothing else of the request, so that every request that shares an answer
+ * (C35) shares its links.
  */
-function listLink(options: AnswerOptions & { perPage: number }, result: EntryPage, meta: ListMeta, start: ListStart): string {
+function listLink(options: AnswerOptions & { perPage: number; filters: ListFilters }, result: EntryPage, meta: ListMeta, start: ListStart): string {
+  const { filters } = options
   const base = `${options.publicUrl}/api/v1/content/${encodeURIComponent(options.type)}`
   const url = (parameter: { page: number } | { after: string }) => {
-    const query = new URLSearchParams()
-    if (result.languages.selected !== null && result.languages.selected !== result.languages.default) query.set('lang', result.languages.selected)
-    if (options.perPage !== DEFAULT_PER_PAGE) query.set('per_page', String(options.perPage))
-    if ('after' in parameter) query.set('after', parameter.after)
-    else if (parameter.page !== 1) query.set('page', String(parameter.page))
-    const text = query.toString()
+    const query: string[] = []
+    const set = (name: string, value: string) => query.push(`${name}=${encodeQueryValue(value)}`)
+    if (result.languages.selected !== null && result.languages.selected !== result.languages.default) set('lang', result.languages.selected)
+    if (options.perPage !== DEFAULT_PER_PAGE) set('per_page', String(options.perPage))
+    if (filters.terms.length > 0) set('term', filters.terms.map((pair) => `${pair.taxonomy}:${pair.slug}`).join(','))
+    if (filters.author !== null) set('author', String(filters.author))
+    if (filters.search !== null) set('search', filters.search)
+    if (filters.search !== null && filters.order === 'date') set('order', 'date')
+    if ('after' in parameter) set('after', parameter.after)
+    else if (parameter.page !== 1) set('page', String(parameter.page))
+    const text = query.join('&')
     return text ? `${base}?${text}` : base
   }
   const links: string[] = []
   const last = result.rows.at(-1)
   // A page number past 2^53 - 1 cannot be read back (C6): the cursor then keeps the last one.
   const nextPage = Math.min(start.page + 1, Number.MAX_SAFE_INTEGER)
-  if (result.hasMore && last) links.push(`<${url({ after: encodeCursor(nextPage, last.position, last.id) })}>; rel="next"`)
+  if (result.hasMore && last) links.push(`<${url({ after: encodeCursor(nextPage, last.position, last.id, last.rank) })}>; rel="next"`)
   if (!start.cursor && start.page > 1) links.push(`<${url({ page: Math.min(start.page - 1, meta.last_page) })}>; rel="prev"`)
   links.push(`<${url({ page: 1 })}>; rel="first"`, `<${url({ page: meta.last_page })}>; rel="last"`)
   return links.join(', ')
+}
+
+/**
+ * A query value, percent-encoded as RFC 3986 asks; `:` and `,`, which a query
+ * may hold as they are, stay readable (`term=category:news,tag:bun`). A
+ * space is %20, never `+`, which a server may read as a plus sign.
+ * @example encodeQueryValue('category:news,tag:bun') // 'category:news,tag:bun'
+ */
+export function encodeQueryValue(value: string): string {
+  return encodeURIComponent(value).replaceAll('%3A', ':').replaceAll('%2C', ',')
 }
 
 /**

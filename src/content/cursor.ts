@@ -5,7 +5,9 @@ import type { ListPosition } from './queries'
  * C39: the `after` cursor of a list walk. Opaque to clients: base64url of
  * `[page, publication time in Unix microseconds or null, id]`, the place in
  * list order (C11) of the last entry of the page before, and the number of
- * the page it opens (what `meta.current_page` shows). It names a place, not
+ * the page it opens (what `meta.current_page` shows). A walk of search
+ * results by relevance (C42) adds a fourth element, the entry's rank as
+ * PostgreSQL wrote it (a `real`, exact in its shortest text). It names a place, not
  * an entry: a cursor stays valid when its entry is unpublished or deleted,
  * and it can point only between live entries, so it reveals nothing hidden.
  */
@@ -26,8 +28,9 @@ const EPOCH_TEXT = /^(-?)(\d{1,15})(?:\.(\d{1,6}))?$/
  * `-Infinity`, or null when undated).
  * @example encodeCursor(3, '1700000000.500000', 42) // 'WzMsIjE3MDAwMDAwMDA1MDAwMDAiLDQyXQ'
  */
-export function encodeCursor(page: number, position: string | null, id: number): string {
-  return Buffer.from(JSON.stringify([page, position === null ? null : epochMicros(position), id])).toString('base64url')
+export function encodeCursor(page: number, position: string | null, id: number, rank?: string): string {
+  const parts = [page, position === null ? null : epochMicros(position), id]
+  return Buffer.from(JSON.stringify(rank === undefined ? parts : [...parts, rank])).toString('base64url')
 }
 
 /**
@@ -38,11 +41,15 @@ export function encodeCursor(page: number, position: string | null, id: number):
 export function decodeCursor(text: string): Cursor {
   const parts = parseParts(text)
   if (!parts) throw badRequest('The after parameter is not a valid cursor.')
-  const [page, micros, id] = parts
-  return { page, position: { publishedAt: micros === null ? null : timeOf(micros), id } }
+  const [page, micros, id, rank] = parts
+  const position = { publishedAt: micros === null ? null : timeOf(micros), id }
+  return { page, position: rank === undefined ? position : { ...position, rank } }
 }
 
-function parseParts(text: string): [number, string | null, number] | null {
+/** A rank as PostgreSQL writes a `real`: not negative, finite. */
+const RANK_TEXT = /^\d{1,20}(?:\.\d{1,20})?(?:e-?\d{1,2})?$/
+
+function parseParts(text: string): [number, string | null, number, string?] | null {
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) return null
   let parts: unknown
   try {
@@ -50,11 +57,12 @@ function parseParts(text: string): [number, string | null, number] | null {
   } catch {
     return null
   }
-  if (!Array.isArray(parts) || parts.length !== 3) return null
-  const [page, micros, id] = parts
+  if (!Array.isArray(parts) || parts.length < 3 || parts.length > 4) return null
+  const [page, micros, id, rank] = parts
+  if (parts.length === 4 && !(typeof rank === 'string' && RANK_TEXT.test(rank))) return null
   if (!Number.isSafeInteger(page) || page < 1 || !Number.isSafeInteger(id) || id < 1) return null
   if (micros !== null && !(micros === '-infinity' || (typeof micros === 'string' && /^-?\d{1,22}$/.test(micros) && inRange(BigInt(micros))))) return null
-  return [page, micros, id]
+  return parts.length === 4 ? [page, micros, id, rank] : [page, micros, id]
 }
 
 function inRange(micros: bigint): boolean {

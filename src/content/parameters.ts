@@ -65,3 +65,81 @@ export function readSlug(slug: string): string | null {
 export function readLanguage(lang: string | undefined): string | undefined {
   return lang !== undefined && UNMATCHABLE.test(lang) ? undefined : lang
 }
+
+/** C40: at most this many `taxonomy:slug` pairs. */
+export const MAX_TERM_PAIRS = 10
+/** C42: at most this many characters of search text. */
+export const MAX_SEARCH_LENGTH = 200
+
+/** One `taxonomy:slug` pair of C40, as sent. */
+export interface TermPair {
+  taxonomy: string
+  slug: string
+}
+
+/**
+ * The filters of a list (C40–C43), normalised: what the cache key, the
+ * statement and the `Link` URLs are made of. Null or empty: not filtered.
+ */
+export interface ListFilters {
+  /** The pairs in the order given, each once. */
+  terms: TermPair[]
+  author: number | null
+  /** The text as sent; null when absent or blank. */
+  search: string | null
+  /** `relevance` only with a search (its default); `date` otherwise. */
+  order: 'relevance' | 'date'
+}
+
+export const NO_FILTERS: ListFilters = { terms: [], author: null, search: null, order: 'date' }
+
+const TERM_ERROR = 'The term parameter must be a comma-separated list of taxonomy:slug pairs.'
+
+/**
+ * C40–C42: `term`, `author`, `search` and `order`, checked and normalised.
+ * Anything malformed is a 400 before any statement is sent.
+ * @example readListFilters({ term: 'category:news,tag:bun', search: 'coffee' })
+ */
+export function readListFilters(query: { term?: string; author?: string; search?: string; order?: string }): ListFilters {
+  const terms = query.term === undefined ? [] : readTermPairs(query.term)
+  const author = query.author === undefined ? null : readPositiveInteger('author', query.author, 0)
+  const search = readSearch(query.search)
+  const order = readOrder(query.order, search !== null)
+  return { terms, author, search, order }
+}
+
+function readTermPairs(text: string): TermPair[] {
+  const parts = text.split(',')
+  if (parts.length > MAX_TERM_PAIRS) throw badRequest(TERM_ERROR)
+  const pairs: TermPair[] = []
+  const seen = new Set<string>()
+  for (const part of parts) {
+    // The first colon separates: a slug may hold one, a taxonomy's slug cannot be told apart from it otherwise.
+    const colon = part.indexOf(':')
+    if (colon <= 0 || colon === part.length - 1) throw badRequest(TERM_ERROR)
+    // The same pair twice asks nothing more (AND): kept once, where it came first.
+    if (seen.has(part)) continue
+    seen.add(part)
+    pairs.push({ taxonomy: part.slice(0, colon), slug: part.slice(colon + 1) })
+  }
+  return pairs
+}
+
+function readSearch(text: string | undefined): string | null {
+  if (text === undefined || text.trim() === '') return null
+  // Characters, not UTF-16 code units: an emoji is one.
+  let length = 0
+  for (const _ of text) if (++length > MAX_SEARCH_LENGTH) throw badRequest(`The search parameter must be at most ${MAX_SEARCH_LENGTH} characters.`)
+  return text
+}
+
+function readOrder(text: string | undefined, searching: boolean): 'relevance' | 'date' {
+  if (text === undefined) return searching ? 'relevance' : 'date'
+  if (text === 'date' || (text === 'relevance' && searching)) return text
+  throw badRequest('The order parameter must be relevance or date.')
+}
+
+/** Whether a pair can match a term: PostgreSQL text holds no NUL. */
+export function isMatchable(pair: TermPair): boolean {
+  return !UNMATCHABLE.test(pair.taxonomy) && !UNMATCHABLE.test(pair.slug)
+}

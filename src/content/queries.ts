@@ -2,6 +2,8 @@ import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
+import { filteredListStatement, isFiltered } from './filtered-queries'
+import type { ListFilters } from './parameters'
 
 /** setTimeout's longest delay: no deadline to speak of. */
 const NO_DEADLINE = 2 ** 31 - 1
@@ -21,6 +23,8 @@ export interface EntryRow {
   terms: { id: number; name: string; slug: string }[]
   /** Only when the statement was asked for models (see hooks/model.ts). */
   model?: EntryModelRow
+  /** Search results by relevance only (C42): the rank, as PostgreSQL wrote the `real`; a cursor continues after it. */
+  rank?: string
 }
 
 /** What the filter hook's model is built from: the relations of C25. */
@@ -76,6 +80,8 @@ export interface ListOptions {
   start: { offset: number } | { after: ListPosition }
   /** Count the type's live entries one by one instead of reading the kept counts (they drifted: see sql/live-entry-counts.md). */
   countByScan?: boolean
+  /** C40–C43: only the live entries that pass these. */
+  filters?: ListFilters
 }
 
 /** An entry's place in list order (C11): its publication time, exact to the microsecond, and its id. */
@@ -83,6 +89,8 @@ export interface ListPosition {
   /** The publication time in Unix seconds (`-Infinity` for '-infinity') and microseconds; null for an undated entry. */
   publishedAt: { seconds: number; microseconds: number } | null
   id: number
+  /** A walk of search results by relevance (C42): the entry's rank, as PostgreSQL wrote the `real`. */
+  rank?: string
 }
 
 export interface FindOptions {
@@ -102,7 +110,9 @@ export interface FindOptions {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
+  const filters = options.filters
+  const statement = isFiltered(filters) ? () => filteredListStatement(sql, { ...options, filters }) : () => listStatement(sql, options)
+  const [result] = await runRead(sql, statement, options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
   return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
 }
@@ -149,7 +159,7 @@ export function listStatement(sql: Sql, { type, lang, limit, start, countByScan 
  * up to about the year 20 000 (the product stays below 2^53 × 64), far past any
  * time a live entry can have (C1: not after now()).
  */
-function positionTime(sql: Sql, time: { seconds: number; microseconds: number }): PendingQuery<Row[]> {
+export function positionTime(sql: Sql, time: { seconds: number; microseconds: number }): PendingQuery<Row[]> {
   return sql`(to_timestamp(${time.seconds}::float8) + ${time.microseconds}::int8 * interval '1 microsecond')`
 }
 
@@ -196,27 +206,27 @@ function liveCounts(sql: Sql, countByScan: boolean): PendingQuery<Row[]> {
  * from the undated range. An offset past the dated range skips it without
  * reading it (LIMIT 0).
  */
-function pageByOffset(sql: Sql, rows: number, offset: number): PendingQuery<Row[]> {
+export function pageByOffset(sql: Sql, rows: number, offset: number, filter: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
   return sql`
     dated_page as (
       select e.*
       from entries e
-      where ${isDatedLive(sql)}
+      where ${isDatedLive(sql)} ${filter}
       order by ${listOrder(sql)}
       limit case when ${offset}::int8 < (select dated from live_counts) then ${rows}::int8 else 0 end
       offset ${offset}::int8
     ),
-    ${undatedRest(sql, rows, sql`greatest(${offset}::int8 - (select dated from live_counts), 0)`)}
+    ${undatedRest(sql, rows, sql`greatest(${offset}::int8 - (select dated from live_counts), 0)`, filter)}
   `
 }
 
 /** The undated range, after `skip` of its entries, for what dated_page left of the page. */
-function undatedRest(sql: Sql, rows: number, skip: PendingQuery<Row[]>): PendingQuery<Row[]> {
+function undatedRest(sql: Sql, rows: number, skip: PendingQuery<Row[]>, filter: PendingQuery<Row[]>): PendingQuery<Row[]> {
   return sql`
     undated_page as (
       select e.*
       from entries e
-      where ${isUndatedLive(sql)}
+      where ${isUndatedLive(sql)} ${filter}
       order by ${listOrder(sql)}
       limit ${rows}::int8 - (select count(*) from dated_page)
       offset ${skip}
@@ -225,7 +235,7 @@ function undatedRest(sql: Sql, rows: number, skip: PendingQuery<Row[]>): Pending
 }
 
 /** Above every id: a place after which every entry of its time comes. */
-const MAX_ID = '9223372036854775807'
+export const MAX_ID = '9223372036854775807'
 
 /**
  * C39: a page that continues right after a place in list order, at the same
@@ -233,7 +243,7 @@ const MAX_ID = '9223372036854775807'
  * time the clock has not reached) starts at now(): the index range never
  * walks embargoed entries, whose number and times would show in its cost (C2).
  */
-function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Row[]> {
+export function pageAfter(sql: Sql, rows: number, after: ListPosition, filter: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
   if (after.publishedAt === null) {
     return sql`
       dated_page as (
@@ -244,7 +254,7 @@ function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Ro
       undated_page as (
         select e.*
         from entries e
-        where ${isUndatedLive(sql)}
+        where ${isUndatedLive(sql)} ${filter}
           and e.id < ${after.id}
         order by ${listOrder(sql)}
         limit ${rows}::int8
@@ -255,7 +265,7 @@ function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Ro
     dated_page as (
       select e.*
       from entries e
-      where ${isDatedLive(sql)}
+      where ${isDatedLive(sql)} ${filter}
         and (e.published_at, e.id) < (
           least(${positionTime(sql, after.publishedAt)}, now()),
           case when ${positionTime(sql, after.publishedAt)} > now() then ${MAX_ID}::int8 else ${after.id}::int8 end
@@ -263,7 +273,7 @@ function pageAfter(sql: Sql, rows: number, after: ListPosition): PendingQuery<Ro
       order by ${listOrder(sql)}
       limit ${rows}::int8
     ),
-    ${undatedRest(sql, rows, sql`0`)}
+    ${undatedRest(sql, rows, sql`0`, filter)}
   `
 }
 
@@ -343,30 +353,30 @@ export interface ResultRow extends Row {
   rows: EntryRow[]
 }
 
-function headerOf(result: ResultRow): { typeExists: boolean; typeId: number | null; goLiveInSeconds: number | null } {
+export function headerOf(result: ResultRow): { typeExists: boolean; typeId: number | null; goLiveInSeconds: number | null } {
   return { typeExists: result.type_exists, typeId: result.type_id, goLiveInSeconds: result.go_live_in }
 }
 
-function languagesOf(result: ResultRow): Languages {
+export function languagesOf(result: ResultRow): Languages {
   return { selected: result.selected_language, default: result.default_language }
 }
 
 /** C1: published, and its publication time (if any) has come. */
-function isLive(sql: Sql): PendingQuery<Row[]> {
+export function isLive(sql: Sql): PendingQuery<Row[]> {
   return sql`e.status = 'published' and (e.published_at is null or e.published_at <= now())`
 }
 
 /** C1's dated live entries of the type: one range of entries_published_list, from now() down. */
-function isDatedLive(sql: Sql): PendingQuery<Row[]> {
+export function isDatedLive(sql: Sql): PendingQuery<Row[]> {
   return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at <= now()`
 }
 
 /** C1's undated live entries of the type: the range after the dated ones. */
-function isUndatedLive(sql: Sql): PendingQuery<Row[]> {
+export function isUndatedLive(sql: Sql): PendingQuery<Row[]> {
   return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at is null`
 }
 
-function commonTables(sql: Sql, type: string, lang: string | undefined): PendingQuery<Row[]> {
+export function commonTables(sql: Sql, type: string, lang: string | undefined): PendingQuery<Row[]> {
   return sql`
     content_type as (
       select id
@@ -382,7 +392,7 @@ function commonTables(sql: Sql, type: string, lang: string | undefined): Pending
   `
 }
 
-function resultHeader(sql: Sql): PendingQuery<Row[]> {
+export function resultHeader(sql: Sql): PendingQuery<Row[]> {
   return sql`
     exists (select 1 from content_type) as type_exists,
     (select id from content_type) as type_id,
@@ -406,7 +416,7 @@ function resultHeader(sql: Sql): PendingQuery<Row[]> {
  * guesses of the page's size (the statement keeps one generic plan, see
  * connect.ts); the terms come from one join for the whole page (pageTerms).
  */
-function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
+export function entryRows(sql: Sql, withModel: boolean, order: PendingQuery<Row[]> = listOrder(sql), extra: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
   return sql`
     (
       with ${pageTerms(sql, withModel)}
@@ -422,9 +432,10 @@ function entryRows(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
               from authors a
               where a.id = e.author_id
             ),
+            ${extra}
             ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
           )
-          order by ${listOrder(sql)}
+          order by ${order}
         ),
         '[]'::json
       )
@@ -447,7 +458,7 @@ function epochSeconds(sql: Sql, column: PendingQuery<Row[]>): PendingQuery<Row[]
 }
 
 /** C11: the list order, stable across pages; `e` is in scope. */
-function listOrder(sql: Sql): PendingQuery<Row[]> {
+export function listOrder(sql: Sql): PendingQuery<Row[]> {
   return sql`e.published_at desc nulls last, e.id desc`
 }
 
@@ -512,7 +523,7 @@ function itemFields(sql: Sql): PendingQuery<Row[]> {
  * language's row, else the default language's, per entry), image variants and
  * terms from that model. A lean row is complete already.
  */
-function completeRow(row: EntryRow, languages: Languages): EntryRow {
+export function completeRow(row: EntryRow, languages: Languages): EntryRow {
   const model = row.model
   if (!model) return row
   const translation =

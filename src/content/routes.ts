@@ -11,7 +11,9 @@ import { FilterRegistry } from '../hooks/registry'
 import type { AnswerSlot, PreparedAnswer } from './answer-slot'
 import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer } from './content-answer'
 import { toItem } from './map-item'
-import { readLanguage, readListStart, readSlug, readType } from './parameters'
+import { readLanguage, readListFilters, readListStart, readSlug, readType, type ListFilters } from './parameters'
+import type { ListStart } from './content-answer'
+import { badRequest } from '../http/errors'
 import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
 
 /** The content API's paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
@@ -83,11 +85,13 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
       LIST_PATH,
       async ({ params, query, request, set }) => {
         const { start, perPage } = readListStart(query)
+        const filters = readListFilters(query)
+        checkCursorOrder(start, filters)
         const type = readType(params.type)
         const lang = readLanguage(query.lang)
         const countByScan = liveCounts?.countByScan(type) ?? false
-        const key = [perPage, start.page, start.cursor?.position ?? null, countByScan]
-        const read = await readAnswer('list', type, lang, key, () => loadListAnswer({ ...answerOptions(type, lang), countByScan, perPage, start }))
+        const key = [perPage, start.page, start.cursor?.position ?? null, countByScan, filters]
+        const read = await readAnswer('list', type, lang, key, () => loadListAnswer({ ...answerOptions(type, lang), countByScan, perPage, start, filters }))
         return respond(request, set, 'service.api.content.index', read)
       },
       { transform: markUndecodable, params: TypeParams, query: ListQuery },
@@ -106,6 +110,16 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     )
     .all(LIST_PATH, ({ request }) => rejectMethod(request))
     .all(SHOW_PATH, ({ request }) => rejectMethod(request))
+}
+
+/**
+ * C42: a cursor of a walk by relevance holds a rank, one of a walk by date
+ * does not; each continues only its own order.
+ */
+function checkCursorOrder(start: ListStart, filters: ListFilters): void {
+  if (!start.cursor) return
+  const byRelevance = filters.search !== null && filters.order === 'relevance'
+  if ((start.cursor.position.rank !== undefined) !== byRelevance) throw badRequest('The after parameter is not a valid cursor.')
 }
 
 /**

@@ -93,7 +93,16 @@ export type ShowBody = Static<ReturnType<typeof showBody<typeof Item>>>
 export const TypeParams = t.Object({ type: t.String() })
 export const EntryParams = t.Object({ type: t.String(), slug: t.String() })
 export const ListQuery = t.Object(
-  { page: t.Optional(t.String()), per_page: t.Optional(t.String()), lang: t.Optional(t.String()), after: t.Optional(t.String()) },
+  {
+    page: t.Optional(t.String()),
+    per_page: t.Optional(t.String()),
+    lang: t.Optional(t.String()),
+    after: t.Optional(t.String()),
+    term: t.Optional(t.String()),
+    author: t.Optional(t.String()),
+    search: t.Optional(t.String()),
+    order: t.Optional(t.String()),
+  },
   { additionalProperties: true },
 )
 export const ShowQuery = t.Object({ lang: t.Optional(t.String()) }, { additionalProperties: true })

@@ -1,0 +1,354 @@
+import type { PendingQuery, Row } from 'postgres'
+import type { Sql } from '../db/connect'
+import { isMatchable, type ListFilters } from './parameters'
+import {
+  commonTables,
+  entryRows,
+  isLive,
+  isDatedLive,
+  isUndatedLive,
+  listOrder,
+  pageAfter,
+  pageByOffset,
+  positionTime,
+  resultHeader,
+  type ListOptions,
+  type ListPosition,
+  type ResultRow,
+} from './queries'
+
+/**
+ * Which way a filtered list is read (C40–C43), from what the request holds;
+ * the statement picks between ways whose choice depends on the data (a term's
+ * number of entries) itself, from the kept counts, in the same snapshot.
+ * - `author`: the author's range of the index entries_author_list, read from
+ *   its start as the unfiltered list reads the type's: the same cost at any
+ *   size; the total from the author's kept count.
+ * - `term`: one `taxonomy:slug` pair. The total from the term's kept count.
+ *   The page walks the type's range and keeps the entries that carry the term
+ *   (about per_page ÷ the term's share of the type, whatever the size) when
+ *   that reads fewer entries than the term has; otherwise it reads the term's
+ *   entries and sorts them (a rare term: few).
+ * - `match`: several pairs, or pairs and an author: the entries of the rarest
+ *   pair (or of the author, when they are fewer), each checked against the
+ *   rest, counted and sorted: the cost of the rarest one's entries.
+ * - `search`: the translations that match (a GIN index), each entry's shown
+ *   translation (C14) only, checked against the other filters, ranked,
+ *   counted and sorted: the cost of the matches.
+ */
+export type FilterShape = 'author' | 'term' | 'match' | 'search'
+
+export function shapeOf(filters: ListFilters): FilterShape {
+  if (filters.search !== null) return 'search'
+  if (filters.terms.length === 0) return 'author'
+  if (filters.terms.length === 1 && filters.author === null) return 'term'
+  return 'match'
+}
+
+/** Whether a list is filtered at all. */
+export function isFiltered(filters: ListFilters | undefined): filters is ListFilters {
+  return filters !== undefined && (filters.terms.length > 0 || filters.author !== null || filters.search !== null)
+}
+
+/**
+ * The list statement with filters: the same result as listStatement (the type,
+ * the language, the total, one page, whether more follow), over the live
+ * entries that pass every filter (C43). Each shape is one statement whose
+ * generic plan is its best (see connect.ts): a choice that depends on the
+ * data is made at run time by gates on one-row CTEs, never by the planner.
+ */
+export function filteredListStatement(sql: Sql, options: ListOptions & { filters: ListFilters }): PendingQuery<ResultRow[]> {
+  const { type, lang, limit, start, filters, countByScan = false, withModel = false } = options
+  const shape = shapeOf(filters)
+  const rows = limit + 1
+  const relevance = shape === 'search' && filters.order === 'relevance'
+  const pageOrder = relevance ? sql`e.rank desc, ${listOrder(sql)}` : listOrder(sql)
+  return sql<ResultRow[]>`
+    with ${commonTables(sql, type, lang)},
+    ${pairsTable(sql, filters)},
+    ${shapeTables(sql, shape, filters, start, rows, countByScan)},
+    page_entries as (
+      select *
+      from selected_entries e
+      order by ${pageOrder}
+      limit ${limit}::int8
+    )
+    select
+      ${resultHeader(sql)},
+      (select dated + undated from live_counts) as total,
+      (select count(*) from selected_entries) > ${limit}::int8 as has_more,
+      ${entryRows(sql, withModel, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``)} as rows
+  `
+}
+
+/**
+ * The terms each pair names: `pair` is its place in the list (1-based). A
+ * pair that names no term has no row, so no entry passes it (C40: an empty
+ * list, never a 404). A pair that cannot match (a NUL) is sent as a null
+ * taxonomy, which joins nothing.
+ */
+function pairsTable(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
+  // As JSON: one parameter whatever the number of pairs, and no array types for the driver to know.
+  const pairs = JSON.stringify(filters.terms.map((pair) => (isMatchable(pair) ? [pair.taxonomy, pair.slug] : [null, null])))
+  return sql`
+    pairs as materialized (
+      select p.pair, t.id as term_id
+      from jsonb_array_elements(${pairs}::text::jsonb) with ordinality p(value, pair)
+      join taxonomies x on x.slug = p.value ->> 0
+      join terms t on t.taxonomy_id = x.id and t.slug = p.value ->> 1
+    )
+  `
+}
+
+/** The filters but the one that drives the read, on `e`: every pair carried (AND), and the author. */
+function passes(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
+  const pairs = filters.terms.length
+  return sql`
+    ${pairs > 0 ? sql`and (
+      select count(distinct p.pair)
+      from entry_terms et
+      join pairs p on p.term_id = et.term_id
+      where et.entry_id = e.id
+    ) = ${pairs}::int8` : sql``}
+    ${filters.author !== null ? sql`and e.author_id = ${filters.author}::int8` : sql``}
+  `
+}
+
+/** A filter's live entries of the type, dated or not, from the kept counts (sql/live-entry-counts.md). */
+function keptCount(sql: Sql, kind: 'term' | 'author', keys: PendingQuery<Row[]>, dated: boolean): PendingQuery<Row[]> {
+  return sql`(
+    select coalesce(sum(d.delta), 0)::int8
+    from live_filter_count_deltas d
+    where d.kind = ${kind}
+      and d.key in (${keys})
+      and d.content_type_id = (select id from content_type)
+      and ${dated ? sql`d.live_from <= now()` : sql`d.live_from is null`}
+  )`
+}
+
+/** live_counts (dated, undated) of the candidates: what a match or a search costs anyway. */
+const COUNTED_CANDIDATES = (sql: Sql) => sql`
+  live_counts as (
+    select count(*) filter (where published_at is not null) as dated, count(*) filter (where published_at is null) as undated
+    from candidates
+  )
+`
+
+function shapeTables(sql: Sql, shape: FilterShape, filters: ListFilters, start: ListOptions['start'], rows: number, countByScan: boolean): PendingQuery<Row[]> {
+  switch (shape) {
+    case 'author':
+      return authorTables(sql, filters, start, rows, countByScan)
+    case 'term':
+      return termTables(sql, filters, start, rows, countByScan)
+    case 'match':
+      return sql`${matchCandidates(sql, filters)}, ${COUNTED_CANDIDATES(sql)}, ${candidatePage(sql, start, rows, false)}`
+    case 'search':
+      return sql`${searchCandidates(sql, filters)}, ${COUNTED_CANDIDATES(sql)}, ${candidatePage(sql, start, rows, filters.order === 'relevance')}`
+  }
+}
+
+function authorTables(sql: Sql, filters: ListFilters, start: ListOptions['start'], rows: number, countByScan: boolean): PendingQuery<Row[]> {
+  const author = sql`${filters.author}::int8`
+  const counts = countByScan
+    ? sql`
+      live_counts as (
+        select
+          (select count(*) from entries e where ${isDatedLive(sql)} and e.author_id = ${author}) as dated,
+          (select count(*) from entries e where ${isUndatedLive(sql)} and e.author_id = ${author}) as undated
+      )
+    `
+    : sql`
+      live_counts as (
+        select ${keptCount(sql, 'author', author, true)} as dated, ${keptCount(sql, 'author', author, false)} as undated
+      )
+    `
+  return sql`${counts}, ${walkPages(sql, start, rows, sql`and e.author_id = ${author}`)}`
+}
+
+/**
+ * One pair. Walking the type's range reads about (offset + per_page) × (the
+ * type's live entries ÷ the term's) entries; reading the term's entries reads
+ * the term's. The statement walks when the first is the smaller.
+ */
+function termTables(sql: Sql, filters: ListFilters, start: ListOptions['start'], rows: number, countByScan: boolean): PendingQuery<Row[]> {
+  const depth = 'offset' in start ? start.offset + rows : rows
+  const terms = sql`select term_id from pairs`
+  return sql`
+    type_live as (
+      select coalesce(sum(d.delta), 0)::float8 as live
+      from live_entry_count_deltas d
+      where d.content_type_id = (select id from content_type)
+        and (d.live_from <= now() or d.live_from is null)
+    ),
+    kept as (
+      select ${keptCount(sql, 'term', terms, true)} as dated, ${keptCount(sql, 'term', terms, false)} as undated
+    ),
+    strategy as (
+      select
+        (select count(*) from pairs) = 1 and not ${countByScan}::bool as kept_is_exact,
+        ${depth}::float8 * (select live from type_live) <= ((select dated + undated from kept)::float8) ^ 2 as walk
+    ),
+    ${matchCandidates(sql, filters, sql`and not ((select walk from strategy) and (select kept_is_exact from strategy))`)},
+    live_counts as (
+      select
+        case when (select kept_is_exact from strategy) then (select dated from kept)
+          else (select count(*) from candidates where published_at is not null) end as dated,
+        case when (select kept_is_exact from strategy) then (select undated from kept)
+          else (select count(*) from candidates where published_at is null) end as undated
+    ),
+    match_page as (
+      select *
+      from (${candidateRows(sql, start, rows, false)}) page
+      where not (select walk from strategy)
+    ),
+    ${walkPages(sql, start, rows, sql`and (select walk from strategy) ${passes(sql, filters)}`, true)}
+  `
+}
+
+/**
+ * The page from the index range (as listStatement reads it), with a filter;
+ * with `withMatchPage`, also match_page (the term shape reads one of the two).
+ */
+function walkPages(sql: Sql, start: ListOptions['start'], rows: number, filter: PendingQuery<Row[]>, withMatchPage = false): PendingQuery<Row[]> {
+  return sql`
+    ${'offset' in start ? pageByOffset(sql, rows, start.offset, filter) : pageAfter(sql, rows, start.after, filter)},
+    selected_entries as (
+      select *, null::real as rank
+      from dated_page
+      union all
+      select *, null::real
+      from undated_page
+      ${withMatchPage ? sql`union all select * from match_page` : sql``}
+    )
+  `
+}
+
+/**
+ * The entries that carry the rarest pair, or that the author has (when fewer),
+ * and pass every other filter. `gate` can keep it from being read at all.
+ */
+function matchCandidates(sql: Sql, filters: ListFilters, gate: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
+  const author = filters.author
+  const authorLive = author === null ? sql`null::int8` : sql`(${keptCount(sql, 'author', sql`${author}::int8`, true)} + ${keptCount(sql, 'author', sql`${author}::int8`, false)})`
+  return sql`
+    driver as (
+      select p.pair, ${author === null ? sql`true` : sql`p.live <= ${authorLive}`} as by_pair
+      from (
+        select g.pair, (
+          select coalesce(sum(d.delta), 0)
+          from live_filter_count_deltas d
+          where d.kind = 'term'
+            and d.key in (select term_id from pairs where pairs.pair = g.pair)
+            and d.content_type_id = (select id from content_type)
+            and (d.live_from <= now() or d.live_from is null)
+        ) as live
+        from generate_series(1, ${filters.terms.length}::int8) g(pair)
+      ) p
+      order by p.live, p.pair
+      limit 1
+    ),
+    candidates as materialized (
+      select e.id, e.published_at, null::real as rank
+      from entries e
+      where e.id in (
+          select et.entry_id
+          from entry_terms et
+          where et.term_id in (select term_id from pairs where pairs.pair = (select pair from driver))
+        )
+        and e.content_type_id = (select id from content_type)
+        and ${isLive(sql)}
+        and (select by_pair from driver)
+        ${gate}
+        ${passes(sql, filters)}
+      ${author === null ? sql`` : sql`
+      union all
+      select e.id, e.published_at, null::real
+      from entries e
+      where e.content_type_id = (select id from content_type)
+        and e.author_id = ${author}::int8
+        and ${isLive(sql)}
+        and not (select by_pair from driver)
+        ${gate}
+        ${passes(sql, filters)}
+      `}
+    )
+  `
+}
+
+/**
+ * C42: the entries whose shown translation (C14: the selected language's,
+ * else the default language's) matches, with that translation's language's
+ * text search configuration, ranked (ts_rank_cd; title A, excerpt B, body C).
+ */
+function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
+  // PostgreSQL text holds no NUL: a NUL separates words as a space would.
+  const text = (filters.search ?? '').replaceAll('\u0000', ' ')
+  return sql`
+    search as (
+      select
+        websearch_to_tsquery(vitrine_search_config((select selected from language)), ${text}) as selected_query,
+        websearch_to_tsquery(vitrine_search_config((select fallback from language)), ${text}) as fallback_query
+    ),
+    matched as (
+      select t.entry_id, ts_rank_cd(t.search_document, (select selected_query from search)) as rank
+      from entry_translations t
+      where t.search_document @@ (select selected_query from search)
+        and t.language_code = (select selected from language)
+      union all
+      select t.entry_id, ts_rank_cd(t.search_document, (select fallback_query from search))
+      from entry_translations t
+      where t.search_document @@ (select fallback_query from search)
+        and t.language_code = (select fallback from language)
+        and (select selected from language) <> (select fallback from language)
+        and not exists (
+          select 1
+          from entry_translations shown
+          where shown.entry_id = t.entry_id
+            and shown.language_code = (select selected from language)
+        )
+    ),
+    candidates as materialized (
+      select e.id, e.published_at, m.rank
+      from matched m
+      join entries e on e.id = m.entry_id
+      where e.content_type_id = (select id from content_type)
+        and ${isLive(sql)}
+        ${passes(sql, filters)}
+    )
+  `
+}
+
+/** selected_entries from the candidates: one page of them, in the list's order. */
+function candidatePage(sql: Sql, start: ListOptions['start'], rows: number, relevance: boolean): PendingQuery<Row[]> {
+  return sql`
+    selected_entries as (${candidateRows(sql, start, rows, relevance)})
+  `
+}
+
+/** A page of the candidates as entries rows with their rank: after an offset, or right after a place (C39). */
+function candidateRows(sql: Sql, start: ListOptions['start'], rows: number, relevance: boolean): PendingQuery<Row[]> {
+  const order = relevance ? sql`c.rank desc, c.published_at desc nulls last, c.id desc` : sql`c.published_at desc nulls last, c.id desc`
+  return sql`
+    select e.*, p.rank
+    from (
+      select c.id, c.rank
+      from candidates c
+      where ${'after' in start ? after(sql, start.after, relevance) : sql`true`}
+      order by ${order}
+      ${'offset' in start ? sql`offset ${start.offset}::int8` : sql``}
+      limit ${rows}::int8
+    ) p
+    join entries e on e.id = p.id
+  `
+}
+
+/** `c` comes after a place: in list order (C11), or by rank first (C42). */
+function after(sql: Sql, place: ListPosition, relevance: boolean): PendingQuery<Row[]> {
+  const inListOrder =
+    place.publishedAt === null
+      ? sql`(c.published_at is null and c.id < ${place.id}::int8)`
+      : sql`(c.published_at < ${positionTime(sql, place.publishedAt)} or (c.published_at = ${positionTime(sql, place.publishedAt)} and c.id < ${place.id}::int8) or c.published_at is null)`
+  if (!relevance) return inListOrder
+  const rank = sql`${place.rank ?? '0'}::real`
+  return sql`(c.rank < ${rank} or (c.rank = ${rank} and ${inListOrder}))`
+}
