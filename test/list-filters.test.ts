@@ -77,7 +77,7 @@ function listOrder(a: Made, b: Made): number {
 describe('C40–C43: lists filtered by term and author', () => {
   test('C40/C41/C43/C2: random sites, every filter: totals, page walks and cursor walks agree with the made entries; hidden carriers never count', async () => {
     const rng = random(40)
-    for (let site = 0; site < 3; site++) {
+    for (let site = 0; site < 2; site++) {
       await clearContent(db.sql)
       const authors = [await addAuthor(db.sql, 'Ada'), await addAuthor(db.sql, 'Bo'), await addAuthor(db.sql, 'Cy')]
       const termsByKey = new Map<string, number>()
@@ -118,7 +118,7 @@ describe('C40–C43: lists filtered by term and author', () => {
         expect(new Set(byCursor.totals)).toEqual(new Set([expected.length]))
       }
     }
-  })
+  }, 60_000)
 
   test('C40: a term taxonomy:slug names a term of that taxonomy only; the same slug in another taxonomy does not count', async () => {
     const category = await addTerm(db.sql, 'category', 'Bun', 'bun')
@@ -216,7 +216,7 @@ describe('C40/C41/C18: kept filter counts', () => {
       const response = await api.get(`/api/v1/content/post?${query}&per_page=1`)
       expect({ query, total: response.body.meta.total }).toEqual({ query, total })
     }
-    expect(await db.sql`select * from vitrine_live_filter_count_drift()`).toEqual([])
+    expect((await db.sql`select * from vitrine_live_filter_count_drift()`).length).toBe(0)
   }
 
   test('C40/C41/C1: totals stay exact through random writes of every kind, and at go-lives without a write', async () => {
@@ -278,7 +278,7 @@ describe('C40/C41/C18: kept filter counts', () => {
     // Rows of many writes fold into one per term and kind of date.
     const [{ rows }] = await db.sql<{ rows: number }[]>`select count(*)::int as rows from live_filter_count_deltas where live_from <= now() - interval '1 second'`
     expect(rows).toBeGreaterThan(0)
-  })
+  }, 60_000)
 
   test('C40/C41: TRUNCATE of entry_terms and of entries, and a repair after writes with the triggers off', async () => {
     const author = await addAuthor(db.sql, 'A')
@@ -297,7 +297,7 @@ describe('C40/C41/C18: kept filter counts', () => {
     await db.sql`select vitrine_repair_live_entry_counts()`
     await checkTotals()
     await db.sql`truncate entries cascade`
-    expect(await db.sql`select * from live_filter_count_deltas`).toEqual([])
+    expect((await db.sql`select * from live_filter_count_deltas`).length).toBe(0)
   })
 })
 
@@ -365,7 +365,7 @@ describe('C42: search', () => {
     const crossed = await api.get(`/api/v1/content/post?search=bun&order=date&per_page=1&after=${after}`)
     expect(crossed.status).toBe(400)
     expect(crossed.body).toEqual({ error: 'The after parameter is not a valid cursor.' })
-  })
+  }, 60_000)
 })
 
 describe('C43/C36: the cache keeps filtered answers apart and fresh', () => {

@@ -125,9 +125,22 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(parameters.PerPage).toMatchObject({ name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, default: 20 } })
     expect(parameters.PerPage.description).toContain('clamped to 100')
     const refs = document.paths[LIST].get.parameters.map((parameter: any) => parameter.$ref)
-    expect(refs).toEqual(['#/components/parameters/Page', '#/components/parameters/PerPage', '#/components/parameters/After', '#/components/parameters/Lang', '#/components/parameters/IfNoneMatch'])
+    expect(refs).toEqual(['Page', 'PerPage', 'After', 'Lang', 'Term', 'Author', 'Search', 'Order', 'IfNoneMatch'].map((name) => `#/components/parameters/${name}`))
     // C39: the cursor of a Link header, a string of base64url characters.
     expect(parameters.After).toMatchObject({ name: 'after', in: 'query', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } })
+  })
+
+  test('C40–C42: term, author, search and order are described with their limits, and every 400 message of the list is listed', () => {
+    const parameters = document.components.parameters
+    const term = new RegExp(parameters.Term.schema.pattern)
+    expect(['category:news', 'category:news,tag:bun', 'tag:a:b'].every((value) => term.test(value))).toBe(true)
+    expect(['news', ':news', 'category:', 'category:news,', ''].some((value) => term.test(value))).toBe(false)
+    expect(parameters.Author).toMatchObject({ name: 'author', in: 'query', schema: { type: 'integer', minimum: 1 } })
+    expect(parameters.Search).toMatchObject({ name: 'search', in: 'query', schema: { type: 'string', maxLength: 200 } })
+    expect(parameters.Order).toMatchObject({ name: 'order', in: 'query', schema: { type: 'string', enum: ['relevance', 'date'] } })
+    const messages = document.components.responses.BadParameter.content['application/json'].examples
+    expect(JSON.stringify(messages)).toContain('The term parameter must be a comma-separated list of taxonomy:slug pairs.')
+    expect(JSON.stringify(messages)).toContain('The order parameter must be relevance or date.')
   })
 
   test('servers is the origin of PUBLIC_URL, from the settings the app was created with', async () => {

@@ -1,5 +1,5 @@
 import { Type, type TObject } from '@sinclair/typebox'
-import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from '../content/parameters'
+import { DEFAULT_PER_PAGE, MAX_PER_PAGE, MAX_SEARCH_LENGTH, MAX_TERM_PAIRS } from '../content/parameters'
 import { LIST_PATH, SHOW_PATH } from '../content/routes'
 import { Author, ErrorBody, FeaturedImage, ListMeta, Term, listBody, showBody } from '../content/schemas'
 import { RESPONSE_HEADERS, type ResponseHeaderName } from '../http/response-headers'
@@ -96,7 +96,17 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           summary: 'List published entries of a content type',
           description:
             'Live entries only (published, and their publication time has come), newest first: `published_at` descending with undated entries last, then `id` descending.',
-          parameters: [ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'After'), ref('parameters', 'Lang'), ref('parameters', 'IfNoneMatch')],
+          parameters: [
+            ref('parameters', 'Page'),
+            ref('parameters', 'PerPage'),
+            ref('parameters', 'After'),
+            ref('parameters', 'Lang'),
+            ref('parameters', 'Term'),
+            ref('parameters', 'Author'),
+            ref('parameters', 'Search'),
+            ref('parameters', 'Order'),
+            ref('parameters', 'IfNoneMatch'),
+          ],
           responses: {
             '200': {
               description: 'A page of entries; past the last page, `data` is empty. `Link` says where the walk goes on (C39).',
@@ -183,6 +193,35 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
             '`meta.current_page` then shows the number of the page it opens. Not with `page`.',
           schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', maxLength: 200, examples: ['WzIsIjE3NjczMDA2MDAwMDAwMDAiLDQyXQ'] },
         },
+        Term: {
+          name: 'term',
+          in: 'query',
+          description:
+            `Only entries that carry a term of every \`taxonomy:slug\` pair (C40), at most ${MAX_TERM_PAIRS} pairs, comma-separated. ` +
+            'A taxonomy or term that does not exist, or that no live entry carries, gives an empty list (200), never a 404. ' +
+            '`meta.total` counts the filtered entries exactly; `Link` URLs keep the pairs. One pair costs the same at any size of site.',
+          schema: { type: 'string', pattern: '^[^,:]+:[^,]+(,[^,:]+:[^,]+)*$', examples: ['category:news', 'category:news,tag:bun'] },
+        },
+        Author: {
+          name: 'author',
+          in: 'query',
+          description: "Only entries by this author (`author.id`), in decimal digits (C41). An author with no live entries gives an empty list.",
+          schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, examples: [3] },
+        },
+        Search: {
+          name: 'search',
+          in: 'query',
+          description:
+            `Full-text search (C42) in the title, excerpt and body of the translation each entry shows, with that language's stemming (PostgreSQL's \`websearch_to_tsquery\`: words, "quoted phrases", \`or\`, \`-word\`). ` +
+            `At most ${MAX_SEARCH_LENGTH} characters; blank is as if absent. Results come by relevance (a match in the title counts most, then the excerpt, then the body) unless \`order=date\`.`,
+          schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH, examples: ['coffee', '"cache invalidation" -redis'] },
+        },
+        Order: {
+          name: 'order',
+          in: 'query',
+          description: '`relevance` (the default with `search`, and only with it) or `date` (list order: newest first). Cursors walk either.',
+          schema: { type: 'string', enum: ['relevance', 'date'] },
+        },
         IfNoneMatch: {
           name: 'If-None-Match',
           in: 'header',
@@ -202,12 +241,17 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'),
         },
         BadParameter: errorResponse(
-          '`page` or `per_page` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header, or `page` and `after` are both given.',
+          '`page`, `per_page` or `author` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header (of this order), `page` and `after` are both given, ' +
+            '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, or `order` is not one it can take.',
           [
             'The page parameter must be a positive integer.',
             'The per_page parameter must be a positive integer.',
             'The after parameter is not a valid cursor.',
             'The page and after parameters cannot be used together.',
+            'The term parameter must be a comma-separated list of taxonomy:slug pairs.',
+            'The author parameter must be a positive integer.',
+            `The search parameter must be at most ${MAX_SEARCH_LENGTH} characters.`,
+            'The order parameter must be relevance or date.',
           ],
           [...EVERY_ANSWER, 'Cache-Control'],
         ),
