@@ -6,6 +6,9 @@
 -- About 10% of the entries are embargoed (published, with a publication time
 -- up to a year ahead, almost all distinct): the live filter (C1) has to skip
 -- them in list order. 2% are published with no publication time at all.
+-- The filters' cases (C40–C42): the tag `popular` is carried by 10% of the
+-- entries (id % 10 = 3), and the word "zeppelin" is in the English title of
+-- 1% (id % 100 = 7).
 insert into languages (code, name) values ('fr', 'Français'), ('de', 'Deutsch') on conflict (code) do nothing;
 insert into content_types (slug, name) values ('recipe', 'Recipe') on conflict (slug) do nothing;
 
@@ -21,6 +24,7 @@ insert into taxonomies (slug, name) values ('category', 'Category'), ('tag', 'Ta
 insert into terms (taxonomy_id, name, slug)
 select (select id from taxonomies where slug = case when g <= 20 then 'category' else 'tag' end), 'Term ' || g, 'term-' || g
 from generate_series(1, 200) g;
+insert into terms (taxonomy_id, name, slug) select id, 'Popular', 'popular' from taxonomies where slug = 'tag';
 
 insert into entries (content_type_id, status, published_at, created_at, author_id, featured_image_id)
 select
@@ -39,7 +43,7 @@ from generate_series(1, :entries) g;
 
 insert into entry_translations (entry_id, language_code, title, slug, excerpt, meta_title, meta_description, body)
 select e.id, l.code,
-  initcap(l.code) || ' title of entry ' || e.id,
+  initcap(l.code) || ' title of entry ' || e.id || case when l.code = 'en' and e.id % 100 = 7 then ' zeppelin' else '' end,
   case l.code when 'en' then 'entry-' when 'fr' then 'entree-' else 'eintrag-' end || e.id,
   'An excerpt of entry ' || e.id || ' in ' || l.code || ', long enough to look like a real one.',
   'Meta title ' || e.id,
@@ -52,6 +56,11 @@ insert into entry_terms (entry_id, term_id, position)
 select e.id, (e.id * 7 + k * 37) % 200 + 1, k
 from entries e
 cross join lateral generate_series(1, e.id % 5 + 1) k
+on conflict do nothing;
+insert into entry_terms (entry_id, term_id, position)
+select e.id, (select id from terms where slug = 'popular'), 0
+from entries e
+where e.id % 10 = 3
 on conflict do nothing;
 
 insert into custom_fields (content_type_id, key, type)

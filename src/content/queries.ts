@@ -110,9 +110,7 @@ export interface FindOptions {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const filters = options.filters
-  const statement = isFiltered(filters) ? () => filteredListStatement(sql, { ...options, filters }) : () => listStatement(sql, options)
-  const [result] = await runRead(sql, statement, options.timeoutMs ?? NO_DEADLINE)
+  const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
   const languages = languagesOf(result)
   return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
 }
@@ -126,7 +124,9 @@ export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<E
  * (sql/live-entry-counts.md) say how many live entries each range holds: the total
  * (C18), and where a page by offset starts in the undated range.
  */
-export function listStatement(sql: Sql, { type, lang, limit, start, countByScan = false, withModel = false }: ListOptions): PendingQuery<ResultRow[]> {
+export function listStatement(sql: Sql, options: ListOptions): PendingQuery<ResultRow[]> {
+  const { type, lang, limit, start, countByScan = false, withModel = false, filters } = options
+  if (isFiltered(filters)) return filteredListStatement(sql, { ...options, filters })
   const rows = limit + 1
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
