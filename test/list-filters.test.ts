@@ -294,7 +294,21 @@ describe('C40/C41/C18: kept filter counts', () => {
       await tx`alter table entry_terms enable trigger user`
     })
     expect((await db.sql`select * from vitrine_live_filter_count_drift()`).length).toBe(1)
-    await db.sql`select vitrine_repair_live_entry_counts()`
+    // The service's check finds it, and counts the type's filtered entries one by one meanwhile: still exact.
+    const checked = testApp(db.url, {}, undefined, undefined, { liveCountCheck: true })
+    try {
+      expect((await checked.get('/api/v1/content/post?term=tag:one')).body.meta.total).toBe(3)
+      await checked.liveCounts!.check()
+      expect(checked.liveCounts!.countByScan('post')).toBe(true)
+      expect(checked.logs.some((line) => line.includes('"filter":"term:'))).toBe(true)
+      expect((await checked.get('/api/v1/content/post?term=tag:one')).body.meta.total).toBe(2)
+      expect((await checked.get(`/api/v1/content/post?term=tag:one&author=${author}`)).body.meta.total).toBe(2)
+      await db.sql`select vitrine_repair_live_entry_counts()`
+      await checked.liveCounts!.check()
+      expect(checked.liveCounts!.countByScan('post')).toBe(false)
+    } finally {
+      await checked.close()
+    }
     await checkTotals()
     await db.sql`truncate entries cascade`
     expect((await db.sql`select * from live_filter_count_deltas`).length).toBe(0)

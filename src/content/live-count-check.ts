@@ -9,6 +9,8 @@ export interface CountDrift {
   undated: boolean
   counted: number
   kept: number
+  /** A filter's kept count (C40, C41): `term:<id>` or `author:<id>`; absent for the type's own count. */
+  filter?: string
 }
 
 /** The comparison counts every live entry: on a large site it may take longer than a request may. */
@@ -19,7 +21,9 @@ const CHECK_TIMEOUT = '5min'
  * sql/live-entry-counts.md): compares them with count(*) at start and every
  * LIVE_COUNT_CHECK_SECONDS, logs each type that drifted, and has the list
  * statement count that type's entries one by one until they agree again,
- * so `meta.total` stays exact either way. `onChange` hears the types whose
+ * so `meta.total` stays exact either way. The kept counts per term and per
+ * author (C40, C41) are compared too: a type whose filter counts drifted
+ * has its filtered totals (and its own) counted one by one. `onChange` hears the types whose
  * way of counting changed (the cache drops their answers).
  * @example const check = new LiveCountCheck(sql, log, (typeIds) => cache.onChange({ table: 'live_entry_count_deltas', typeIds }))
  */
@@ -60,11 +64,18 @@ export class LiveCountCheck {
     try {
       rows = await this.sql.begin(async (tx) => {
         await tx`select set_config('statement_timeout', ${CHECK_TIMEOUT}, true)`
-        return tx<CountDrift[]>`
+        const types = await tx<CountDrift[]>`
           select d.content_type_id as "typeId", ct.slug as type, d.undated, d.counted, d.kept
           from vitrine_live_entry_count_drift() d
           join content_types ct on ct.id = d.content_type_id
         `
+        // The kept counts per term and per author (sql/live-entry-counts.md, "Filtered lists").
+        const filters = await tx<CountDrift[]>`
+          select d.content_type_id as "typeId", ct.slug as type, d.undated, d.counted, d.kept, d.kind || ':' || d.key as filter
+          from vitrine_live_filter_count_drift() d
+          join content_types ct on ct.id = d.content_type_id
+        `
+        return [...types, ...filters]
       })
     } catch (error) {
       // The database away is logged by the requests that need it (C22); anything else is this check's own.
