@@ -8,7 +8,7 @@
 -- them in list order. 2% are published with no publication time at all.
 -- The filters' cases (C40–C42): the tag `popular` is carried by 10% of the
 -- entries (id % 10 = 3), and the word "zeppelin" is in the English title of
--- 1% (id % 100 = 7).
+-- 1% (id % 100 = 3: posts, as are the tag's).
 insert into languages (code, name) values ('fr', 'Français'), ('de', 'Deutsch') on conflict (code) do nothing;
 insert into content_types (slug, name) values ('recipe', 'Recipe') on conflict (slug) do nothing;
 
@@ -43,7 +43,7 @@ from generate_series(1, :entries) g;
 
 insert into entry_translations (entry_id, language_code, title, slug, excerpt, meta_title, meta_description, body)
 select e.id, l.code,
-  initcap(l.code) || ' title of entry ' || e.id || case when l.code = 'en' and e.id % 100 = 7 then ' zeppelin' else '' end,
+  initcap(l.code) || ' title of entry ' || e.id || case when l.code = 'en' and e.id % 100 = 3 then ' zeppelin' else '' end,
   case l.code when 'en' then 'entry-' when 'fr' then 'entree-' else 'eintrag-' end || e.id,
   'An excerpt of entry ' || e.id || ' in ' || l.code || ', long enough to look like a real one.',
   'Meta title ' || e.id,

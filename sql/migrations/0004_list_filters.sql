@@ -390,6 +390,9 @@ create index entries_author_list
   on entries (content_type_id, author_id, published_at desc nulls last, id desc)
   where status = 'published';
 
+-- A term's entries from the index alone (the foreign key's index on term_id needs the heap for entry_id).
+create index entry_terms_term_entry on entry_terms (term_id, entry_id);
+
 -- 3. Full-text search (C42) -------------------------------------------------------------------
 --
 -- The text search configuration of a language code: `english` for `en` and `en-*`, and so on for

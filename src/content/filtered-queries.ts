@@ -100,11 +100,14 @@ function pairsTable(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
   `
 }
 
-/** The filters but the one that drives the read, on `e`: every pair carried (AND), and the author. */
-function passes(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
+/**
+ * The filters on `e`: every pair carried (AND), and the author. A read driven
+ * by the only pair need not check it again (`driverIsOnlyPair`).
+ */
+function passes(sql: Sql, filters: ListFilters, driverIsOnlyPair = false): PendingQuery<Row[]> {
   const pairs = filters.terms.length
   return sql`
-    ${pairs > 0 ? sql`and (
+    ${pairs > 0 && !(driverIsOnlyPair && pairs === 1) ? sql`and (
       select count(distinct p.pair)
       from entry_terms et
       join pairs p on p.term_id = et.term_id
@@ -259,7 +262,7 @@ function matchCandidates(sql: Sql, filters: ListFilters, gate: PendingQuery<Row[
         and ${isLive(sql)}
         and (select by_pair from driver)
         ${gate}
-        ${passes(sql, filters)}
+        ${passes(sql, filters, true)}
       ${author === null ? sql`` : sql`
       union all
       select e.id, e.published_at, null::real
@@ -289,31 +292,47 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
         websearch_to_tsquery(vitrine_search_config((select selected from language)), ${text}) as selected_query,
         websearch_to_tsquery(vitrine_search_config((select fallback from language)), ${text}) as fallback_query
     ),
-    matched as (
-      select t.entry_id, ts_rank_cd(t.search_document, (select selected_query from search)) as rank
+    -- The GIN index alone finds the matching translations (fenced: the planner would AND it with a
+    -- bitmap of the language's every row); the language and the entry are checked per match.
+    selected_hits as materialized (
+      select t.entry_id, t.language_code, ts_rank_cd(t.search_document, (select selected_query from search)) as rank
       from entry_translations t
       where t.search_document @@ (select selected_query from search)
-        and t.language_code = (select selected from language)
-      union all
-      select t.entry_id, ts_rank_cd(t.search_document, (select fallback_query from search))
+    ),
+    fallback_hits as materialized (
+      select t.entry_id, t.language_code, ts_rank_cd(t.search_document, (select fallback_query from search)) as rank
       from entry_translations t
       where t.search_document @@ (select fallback_query from search)
-        and t.language_code = (select fallback from language)
         and (select selected from language) <> (select fallback from language)
+    ),
+    matched as (
+      select h.entry_id, h.rank
+      from selected_hits h
+      where h.language_code = (select selected from language)
+      union all
+      select h.entry_id, h.rank
+      from fallback_hits h
+      where h.language_code = (select fallback from language)
         and not exists (
           select 1
           from entry_translations shown
-          where shown.entry_id = t.entry_id
+          where shown.entry_id = h.entry_id
             and shown.language_code = (select selected from language)
         )
     ),
     candidates as materialized (
       select e.id, e.published_at, m.rank
       from matched m
-      join entries e on e.id = m.entry_id
-      where e.content_type_id = (select id from content_type)
-        and ${isLive(sql)}
-        ${passes(sql, filters)}
+      -- One primary-key lookup per match (offset 0 keeps the planner from hashing the whole type instead).
+      cross join lateral (
+        select e.id, e.published_at, e.author_id
+        from entries e
+        where e.id = m.entry_id
+          and e.content_type_id = (select id from content_type)
+          and ${isLive(sql)}
+        offset 0
+      ) e
+      where true ${passes(sql, filters)}
     )
   `
 }
