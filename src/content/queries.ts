@@ -228,7 +228,8 @@ function undatedRest(sql: Sql, rows: number, skip: PendingQuery<Row[]>, filter: 
       from entries e
       where ${isUndatedLive(sql)} ${filter}
       order by ${listOrder(sql)}
-      limit ${rows}::int8 - (select count(*) from dated_page)
+      -- No live undated entry (of the filter): the range is not read at all.
+      limit case when (select undated from live_counts) > 0 then ${rows}::int8 - (select count(*) from dated_page) else 0 end
       offset ${skip}
     )
   `

@@ -1,5 +1,10 @@
-import { afterAll } from 'bun:test'
+import { afterAll, setDefaultTimeout } from 'bun:test'
 import { provisionCluster, teardownCluster } from './database'
+
+// Bun 1.4.5 does not apply bunfig.toml's `[test] timeout` (a test sleeping 6 s timed out at 5 s):
+// set here. On a loaded 2-core machine a test that builds a random site takes more than 5 s, and a
+// test that times out goes on writing into the next one's database.
+setDefaultTimeout(30_000)
 
 await provisionCluster()
 // Dropping every test database of a run takes seconds on a loaded machine: more than the default 5 s a hook gets.
