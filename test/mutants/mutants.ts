@@ -30,6 +30,7 @@ const FAULTS = ['test/database-faults.test.ts']
 const CURSOR = 'test/list-cursor.test.ts'
 const COUNTS = 'test/live-entry-counts.test.ts'
 const CACHE = 'test/cache.test.ts'
+const FILTERS = ['test/list-filters.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -382,5 +383,24 @@ export const MUTANTS: Mutant[] = [
     regression: 'C22: the service pool has no server-side statement_timeout',
     edits: [{ file: 'src/db/connect.ts', find: '    statementTimeoutMs: config.databaseTimeoutMs,\n', replace: '' }],
     tests: FAULTS,
+  },
+  // C40–C43: filtered lists.
+  {
+    id: 'search-live',
+    regression: 'C42/C2: search finds drafts and embargoed entries',
+    edits: [{ file: 'src/content/filtered-queries.ts', find: '          and ${isLive(sql)}\n        offset 0', replace: '        offset 0' }],
+    tests: FILTERS,
+  },
+  {
+    id: 'term-walk-filter',
+    regression: 'C40: a page of one term walks the type without checking the term',
+    edits: [{ file: 'src/content/filtered-queries.ts', find: 'sql`and (select walk from strategy) ${passes(sql, filters)}`', replace: 'sql`and (select walk from strategy)`' }],
+    tests: FILTERS,
+  },
+  {
+    id: 'term-counts-delete',
+    regression: "C40/C18: a deleted entry's terms stay counted (the cascade removes them before a statement trigger could see them)",
+    edits: [{ file: 'sql/migrations/0004_list_filters.sql', find: 'create trigger entries_terms_counted_out before delete on entries', replace: 'create trigger entries_terms_counted_out before delete on content_types' }],
+    tests: FILTERS,
   },
 ]
