@@ -3,6 +3,7 @@ import { encodeCursor } from '../src/content/cursor'
 import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
 import { addEntry, addLanguage, clearContent } from './support/fixtures'
+import { links } from './support/links'
 import { random } from './support/random'
 
 const db = await createTestDatabase()
@@ -19,18 +20,6 @@ const ago = (hours: number) => new Date(Date.now() - hours * HOUR)
 const ids = (body: any) => body.data.map((item: any) => item.id)
 const BASE = 'https://cms.example.com'
 
-/** The `Link` header as rel → URL (RFC 8288: `<url>; rel="name"`, comma-separated). */
-function links(headers: Headers): Record<string, string> {
-  const header = headers.get('link')
-  if (header === null) return {}
-  return Object.fromEntries(
-    header.split(/,\s*(?=<)/).map((part) => {
-      const match = /^<([^>]*)>;\s*rel="([^"]+)"$/.exec(part.trim())
-      if (!match) throw new Error(`not a link: ${part}`)
-      return [match[2], match[1]]
-    }),
-  )
-}
 
 /** A URL of a Link header, as a path for the in-process app (its origin is PUBLIC_URL). */
 function pathOf(url: string): string {

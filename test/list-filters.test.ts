@@ -3,6 +3,7 @@ import { testApp } from './support/app'
 import { cachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
 import { addAuthor, addEntry, addLanguage, addTerm, clearContent } from './support/fixtures'
+import { links } from './support/links'
 import { random } from './support/random'
 
 const db = await createTestDatabase()
@@ -20,17 +21,6 @@ const ago = (hours: number) => new Date(Date.now() - hours * HOUR)
 const ids = (body: any) => body.data.map((item: any) => item.id)
 const BASE = 'https://cms.example.com'
 
-function links(headers: Headers): Record<string, string> {
-  const header = headers.get('link')
-  if (header === null) return {}
-  return Object.fromEntries(
-    header.split(/,\s*(?=<)/).map((part) => {
-      const match = /^<([^>]*)>;\s*rel="([^"]+)"$/.exec(part.trim())
-      if (!match) throw new Error(`not a link: ${part}`)
-      return [match[2], match[1]]
-    }),
-  )
-}
 
 /** Every item of a list, by following rel="next" from `path`; and the totals each page said. */
 async function walk(path: string): Promise<{ ids: number[]; totals: number[] }> {
