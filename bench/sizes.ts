@@ -42,18 +42,16 @@
  * of this checkout failed: its numbers would describe failures, not the
  * service. Failed requests of the baseline are listed, and do not fail the run.
  */
-import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
 import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
 import { explainPrepared } from './explain-list'
 import { startBenchService } from './service'
-import { migrate } from '../src/db/migrate'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
-import { datasetSql } from './dataset'
+import { ensureBenchDatabase } from './dataset'
 import { findLink } from './link-header'
 import { CONNECTIONS, load, readSeconds, type Measure } from './load'
 
@@ -138,7 +136,7 @@ if (failedRequests.length) {
 
 /** One size: its database, the EXPLAIN timings, the four cases on each checkout. */
 async function benchSize(size: number, listStatements: Record<Checkout, Explainer | string | undefined>) {
-  const database = await ensureDatabase(size)
+  const database = await ensureBenchDatabase(admin, target.url, size)
   const pool = openReadPool(database.url, config)
   pools.push(pool)
   const bases: Partial<Record<Checkout, string>> = {}
@@ -241,57 +239,6 @@ async function benchSize(size: number, listStatements: Record<Checkout, Explaine
   return { section, result }
 }
 
-/**
- * The database of `size` entries, built only when its fingerprint differs from
- * the one recorded on it: building a million entries takes minutes.
- */
-async function ensureDatabase(size: number): Promise<{ url: string; how: string; bytes: number }> {
-  const name = `vitrine_bench_${size}`
-  const url = Object.assign(new URL(target.url), { pathname: `/${name}` }).toString()
-  const dataset = await datasetSql(size)
-  const fingerprint = await fingerprintOf(dataset, size)
-  const [found] = await admin<{ comment: string | null }[]>`
-    select shobj_description(oid, 'pg_database') as comment
-    from pg_database
-    where datname = ${name}
-  `
-  let how = 'reused: its fingerprint matches'
-  if (found?.comment !== fingerprint) {
-    console.log(`Building ${name} (${found ? 'its fingerprint differs' : 'new'}) …`)
-    const started = performance.now()
-    // Trusted text here and below: the name is made of a whole number, the fingerprint of hex digits.
-    await admin.unsafe(`drop database if exists ${name} with (force)`)
-    await admin.unsafe(`create database ${name}`)
-    const sql = connectDatabase(url, { max: 1 })
-    try {
-      await migrate(sql)
-      await sql.unsafe(dataset)
-      await sql.unsafe('vacuum analyze')
-      // Written out now, not by the checkpointer during the first measurements (2 GB at 1M: one
-      // run measured page 1 at 0.68 of 10k right after a build, 0.95 alternating with 10k later).
-      await sql.unsafe('checkpoint').catch((error) => console.log(`(no checkpoint after the build: ${error.message})`))
-    } finally {
-      await sql.end()
-    }
-    // Recorded last: a build cut short has none, so the next run builds again.
-    await admin.unsafe(`comment on database ${name} is '${fingerprint}'`)
-    how = `built in ${((performance.now() - started) / 1000).toFixed(0)} s`
-    console.log(`Built ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s.`)
-  }
-  const [{ bytes }] = await admin<{ bytes: number }[]>`select pg_database_size(${name}) as bytes`
-  return { url, how, bytes }
-}
-
-/** What a database's content follows from: the data set (its size in it), the size, and every migration file, names and texts. */
-async function fingerprintOf(dataset: string, size: number): Promise<string> {
-  const hash = createHash('sha256').update(dataset).update(`\0${size}\0`)
-  const directory = join(ROOT, 'sql', 'migrations')
-  for (const file of (await readdir(directory)).sort()) {
-    hash.update(`${file}\0`).update(await readFile(join(directory, file))).update('\0')
-  }
-  return `vitrine-bench ${hash.digest('hex')}`
-}
-
 /** The `rel="next"` link of the page before the last: a cursor (`after=`) pointing at the last page. */
 async function cursorTarget(base: string, lastPage: number, query = ''): Promise<Target> {
   const before = Math.max(1, lastPage - 1)
@@ -351,7 +298,7 @@ async function measureCase(name: string, bases: Partial<Record<Checkout, string>
 /** A checkout's list statement and read pool: each is explained with its own session settings. */
 interface Explainer {
   listStatement: (sql: Sql, options: Record<string, unknown>) => unknown
-  openReadPool: (url: string, settings: { databasePoolMax: number; databaseTimeoutMs: number }) => Sql
+  openReadPool: (url: string, settings: { databasePoolMax: number; databaseTimeoutMs: number; databaseHeavyMax: number; databaseHeavyQueue: number }) => Sql
 }
 
 /** The checkout's `listStatement` (src/content/queries.ts) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a. */
@@ -377,7 +324,7 @@ async function explainTimes(url: string, explainer: Explainer | string, statemen
     for (const { name } of statements) times[name] = explainer
     return times
   }
-  const pool = explainer.openReadPool(url, { databasePoolMax: 1, databaseTimeoutMs: 60_000 })
+  const pool = explainer.openReadPool(url, { databasePoolMax: 1, databaseTimeoutMs: 60_000, databaseHeavyMax: 1, databaseHeavyQueue: 0 })
   try {
     for (const { name, limit, offset, filters } of statements) {
       try {
@@ -413,7 +360,7 @@ interface Alternating {
  * ratio of their medians.
  */
 async function alternateExtremes(small: number, large: number): Promise<Alternating> {
-  const bases = { small: await startService(ROOT, (await ensureDatabase(small)).url), large: await startService(ROOT, (await ensureDatabase(large)).url) }
+  const bases = { small: await startService(ROOT, (await ensureBenchDatabase(admin, target.url, small)).url), large: await startService(ROOT, (await ensureBenchDatabase(admin, target.url, large)).url) }
   try {
     const paths = { small: {} as Record<string, string>, large: {} as Record<string, string> }
     for (const which of ['small', 'large'] as const) {

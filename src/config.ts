@@ -22,6 +22,10 @@ export interface Config {
   databaseUrl: string | undefined
   databasePoolMax: number
   databaseTimeoutMs: number
+  /** DATABASE_HEAVY_MAX: statements whose cost grows with the data that run at once per pool (C47). */
+  databaseHeavyMax: number
+  /** DATABASE_HEAVY_QUEUE: heavy statements that may wait for a place; more get a 503 at once (C47). */
+  databaseHeavyQueue: number
   dataDir: string
   /** The service's own origin, without a trailing slash. */
   publicUrl: string
@@ -66,12 +70,16 @@ export function loadConfig(env: Env): Config {
   const port = readInteger(env, 'PORT', 3000, 0, 65535)
   const host = readHost(env)
   const publicUrl = trimSlash(readHttpUrl(env, 'PUBLIC_URL') ?? `http://localhost:${port}`)
+  const databasePoolMax = readInteger(env, 'DATABASE_POOL_MAX', 10, 1, 1000)
   return {
     port,
     host,
     databaseUrl: readDatabaseUrl(env, 'DATABASE_URL'),
-    databasePoolMax: readInteger(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+    databasePoolMax,
     databaseTimeoutMs: readInteger(env, 'DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
+    // One connection in eight, at least one: the rest stay for cheap statements (C47).
+    databaseHeavyMax: readInteger(env, 'DATABASE_HEAVY_MAX', Math.max(1, Math.floor(databasePoolMax / 8)), 1, databasePoolMax),
+    databaseHeavyQueue: readInteger(env, 'DATABASE_HEAVY_QUEUE', 32, 0, 100_000),
     dataDir: readText(env, 'DATA_DIR') ?? './.data',
     publicUrl,
     mediaBaseUrl: trimSlash(readHttpUrl(env, 'MEDIA_BASE_URL') ?? `${new URL(publicUrl).origin}/media`),

@@ -28,6 +28,16 @@ describe('settings checked at start', () => {
     expect(loadConfig({ EXTENSIONS_DIR: import.meta.dir }).extensionsDir).toBe(import.meta.dir)
     expect(loadConfig({}).extensionsDir).toMatch(/src\/hooks\/extensions$/)
   })
+
+  test('C47: DATABASE_HEAVY_MAX is one connection in eight by default, at least one, never more than the pool; DATABASE_HEAVY_QUEUE 32', () => {
+    expect(loadConfig({})).toMatchObject({ databasePoolMax: 10, databaseHeavyMax: 1, databaseHeavyQueue: 32 })
+    expect(loadConfig({ DATABASE_POOL_MAX: '40' }).databaseHeavyMax).toBe(5)
+    expect(loadConfig({ DATABASE_POOL_MAX: '3' }).databaseHeavyMax).toBe(1)
+    expect(loadConfig({ DATABASE_POOL_MAX: '20', DATABASE_HEAVY_MAX: '20', DATABASE_HEAVY_QUEUE: '0' })).toMatchObject({ databaseHeavyMax: 20, databaseHeavyQueue: 0 })
+    expect(() => loadConfig({ DATABASE_POOL_MAX: '20', DATABASE_HEAVY_MAX: '21' })).toThrow(new ConfigError('DATABASE_HEAVY_MAX must be a whole number from 1 to 20, not "21".'))
+    expect(() => loadConfig({ DATABASE_HEAVY_MAX: '0' })).toThrow(ConfigError)
+    expect(() => loadConfig({ DATABASE_HEAVY_QUEUE: '-1' })).toThrow(ConfigError)
+  })
 })
 
 describe('listen', () => {

@@ -19,7 +19,7 @@ afterAll(async () => {
 
 describe('read-only by construction', () => {
   test("the service's pool cannot write, whatever runs on it (25006)", async () => {
-    const sql = openReadPool(db.url, { databasePoolMax: 1, databaseTimeoutMs: 5000 })
+    const sql = openReadPool(db.url, { databasePoolMax: 1, databaseTimeoutMs: 5000, databaseHeavyMax: 1, databaseHeavyQueue: 0 })
     try {
       await expect(sql`insert into authors (name) values ('intruder')`).rejects.toMatchObject({ code: '25006' })
       await expect(sql`update entries set status = 'draft'`).rejects.toMatchObject({ code: '25006' })

@@ -2,7 +2,7 @@ import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
-import { filteredListStatement, isFiltered } from './filtered-queries'
+import { filteredListStatement, isFiltered, shapeOf } from './filtered-queries'
 import type { ListFilters } from './parameters'
 
 /** setTimeout's longest delay: no deadline to speak of. */
@@ -110,9 +110,29 @@ export interface FindOptions {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
+  const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options) })
   const languages = languagesOf(result)
   return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
+}
+
+/** From this many live entries deep, a page by number reads what it skips: its cost grows with the data (C47). */
+export const DEEP_OFFSET = 1000
+
+/**
+ * C47: whether a list statement's cost grows with the data, so that it runs in
+ * the pool's heavy lane (src/db/lanes.ts): a page by number from DEEP_OFFSET
+ * on (a cursor page never: it starts at its place), a search and several
+ * filters at once (the cost of their matches), and any list of a type whose
+ * kept counts drifted (counted one by one). One term and an author read index
+ * ranges: cheap at any size, deep pages aside.
+ * @example isHeavyList({ type: 'post', lang: undefined, limit: 20, start: { offset: 20_000 } }) // true
+ */
+export function isHeavyList(options: Pick<ListOptions, 'start' | 'countByScan' | 'filters'>): boolean {
+  const { start, countByScan = false, filters } = options
+  if (countByScan || ('offset' in start && start.offset >= DEEP_OFFSET)) return true
+  if (!isFiltered(filters)) return false
+  const shape = shapeOf(filters)
+  return shape === 'search' || shape === 'match'
 }
 
 /**

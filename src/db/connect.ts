@@ -1,5 +1,6 @@
 import postgres from 'postgres'
 import type { Config } from '../config'
+import { setHeavyLane } from './lanes'
 
 export type Sql = postgres.Sql
 
@@ -26,12 +27,17 @@ export interface ConnectOptions {
 
 /**
  * The pool the service reads through (main.ts, and the tests' app): read-only,
- * with the deadline of DATABASE_TIMEOUT_MS on connecting and on each statement.
+ * with the deadline of DATABASE_TIMEOUT_MS on connecting and on each statement,
+ * and a heavy lane of DATABASE_HEAVY_MAX places (C47, lanes.ts).
  * Migrations and demo content use connections of their own.
  * @example const sql = openReadPool(config.databaseUrl!, config)
  */
-export function openReadPool(url: string, config: Pick<Config, 'databasePoolMax' | 'databaseTimeoutMs'>, onQuery?: (query: string) => void): Sql {
-  return connectDatabase(url, {
+export function openReadPool(
+  url: string,
+  config: Pick<Config, 'databasePoolMax' | 'databaseTimeoutMs' | 'databaseHeavyMax' | 'databaseHeavyQueue'>,
+  onQuery?: (query: string) => void,
+): Sql {
+  const sql = connectDatabase(url, {
     max: config.databasePoolMax,
     timeoutMs: config.databaseTimeoutMs,
     statementTimeoutMs: config.databaseTimeoutMs,
@@ -40,6 +46,8 @@ export function openReadPool(url: string, config: Pick<Config, 'databasePoolMax'
     applicationName: 'vitrine',
     onQuery,
   })
+  setHeavyLane(sql, { slots: Math.min(config.databaseHeavyMax, config.databasePoolMax), line: config.databaseHeavyQueue })
+  return sql
 }
 
 /**

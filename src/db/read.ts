@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres'
 import { withDeadline } from './connect'
+import { heavyLaneOf, LaneRefusal } from './lanes'
 
 /**
  * Why the database could not answer. None of them is the client's fault, nor
@@ -9,9 +10,11 @@ import { withDeadline } from './connect'
  * - `lost`: the connection broke while the statement was on it;
  * - `timeout`: no answer within DATABASE_TIMEOUT_MS, or statement_timeout (57014);
  * - `overloaded`: the server cannot run it now (SQLSTATE classes 53, 57, 58; 40001 and
- *   40P01, which a replica's recovery conflicts raise).
+ *   40P01, which a replica's recovery conflicts raise);
+ * - `busy`: a heavy statement found its pool's heavy lane and line full, or its
+ *   deadline passed in the line (C47, src/db/lanes.ts); it was never sent.
  */
-export type UnavailableReason = 'connect' | 'lost' | 'timeout' | 'overloaded'
+export type UnavailableReason = 'connect' | 'lost' | 'timeout' | 'overloaded' | 'busy'
 
 /** The database could not answer; `code` is the driver's or the server's, for the log. */
 export class DatabaseUnavailableError extends Error {
@@ -65,9 +68,14 @@ const health = new WeakMap<object, PoolHealth>()
  * again, so the service serves again within that time of the database.
  * Database faults come out as DatabaseUnavailableError; anything else (a bug)
  * as it was.
+ *
+ * A `heavy` statement (C47) first waits for a place in the pool's heavy lane,
+ * within the same deadline, and keeps its connection to itself while it runs:
+ * the driver pipelines a statement onto a busy connection when none is idle,
+ * and a cheap one queued behind a deep page would wait as long as it.
  * @example const [row] = await runRead(sql, () => sql`select 1 as one`, 5000)
  */
-export async function runRead<T extends readonly Row[]>(pool: object, build: () => PendingQuery<T>, timeoutMs: number): Promise<T> {
+export async function runRead<T extends readonly Row[]>(pool: object, build: () => PendingQuery<T>, timeoutMs: number, { heavy = false } = {}): Promise<T> {
   const state = health.get(pool) ?? { refusing: null, lastProbe: 0 }
   health.set(pool, state)
   if (state.refusing) {
@@ -75,8 +83,30 @@ export async function runRead<T extends readonly Row[]>(pool: object, build: () 
     state.lastProbe = performance.now()
   }
   const deadline = performance.now() + timeoutMs
+  const lane = heavy ? heavyLaneOf(pool) : undefined
+  const leave = lane ? await enterLane(lane, timeoutMs) : undefined
+  try {
+    return await runWithin(state, build, deadline, leave !== undefined)
+  } finally {
+    leave?.()
+  }
+}
+
+async function enterLane(lane: NonNullable<ReturnType<typeof heavyLaneOf>>, waitMs: number): Promise<() => void> {
+  try {
+    return await lane.enter(waitMs)
+  } catch (error) {
+    if (error instanceof LaneRefusal) throw new DatabaseUnavailableError('busy', error)
+    throw error
+  }
+}
+
+/** The statement, retried once on a lost connection, within the deadline. */
+async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () => PendingQuery<T>, deadline: number, keepConnection: boolean): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const statement = build()
+    // The driver's per-statement hook (connection.js execute): false marks the connection full until the statement ends.
+    if (keepConnection) (statement as unknown as { options: { onexecute?: () => boolean } }).options.onexecute = () => false
     try {
       const rows = await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())
       state.refusing = null

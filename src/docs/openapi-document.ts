@@ -257,7 +257,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
         ),
         MethodNotAllowed: errorResponse('Any method but GET, HEAD and OPTIONS; `Allow` lists them.', ['Method not allowed.'], [...EVERY_ANSWER, 'Allow', 'Cache-Control']),
         InternalError: errorResponse('An unexpected failure, or a failing extension.', ['Internal server error.'], [...EVERY_ANSWER, 'Cache-Control']),
-        ServiceUnavailable: errorResponse('The database cannot be reached; ask again after `Retry-After` seconds.', ['Service unavailable.'], [...EVERY_ANSWER, 'Retry-After', 'Cache-Control']),
+        ServiceUnavailable: errorResponse('The database cannot be reached, or (C47) the share of it for statements that cost more as the site grows (pages deep by number, searches, several filters) is full; ask again after `Retry-After` seconds.', ['Service unavailable.'], [...EVERY_ANSWER, 'Retry-After', 'Cache-Control']),
       },
       headers: RESPONSE_HEADERS,
     },

@@ -23,7 +23,7 @@ export const badRequest = (message: string) => new HttpError(400, message)
 export const INTERNAL_ERROR = 'Internal server error.'
 
 /** How long a client should wait before it tries again, by why the database could not answer. */
-const RETRY_AFTER_SECONDS: Record<UnavailableReason, number> = { lost: 1, timeout: 2, connect: 2, overloaded: 5 }
+const RETRY_AFTER_SECONDS: Record<UnavailableReason, number> = { lost: 1, timeout: 2, connect: 2, overloaded: 5, busy: 1 }
 
 /**
  * C22: the database could not answer. `Retry-After` is short: the service

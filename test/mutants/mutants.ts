@@ -31,6 +31,7 @@ const CURSOR = 'test/list-cursor.test.ts'
 const COUNTS = 'test/live-entry-counts.test.ts'
 const CACHE = 'test/cache.test.ts'
 const FILTERS = ['test/list-filters.test.ts']
+const LANES = 'test/heavy-lane.test.ts'
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -402,5 +403,24 @@ export const MUTANTS: Mutant[] = [
     regression: "C40/C18: a deleted entry's terms stay counted (the cascade removes them before a statement trigger could see them)",
     edits: [{ file: 'sql/migrations/0004_list_filters.sql', find: 'create trigger entries_terms_counted_out before delete on entries', replace: 'create trigger entries_terms_counted_out before delete on content_types' }],
     tests: FILTERS,
+  },
+  // C47: fair lanes.
+  {
+    id: 'lane-shared-connection',
+    regression: 'C47: cheap statements are pipelined behind a heavy one on its connection and wait as long as it',
+    edits: [{ file: 'src/db/read.ts', find: 'if (keepConnection) (statement', replace: 'if (false && keepConnection) (statement' }],
+    tests: [LANES],
+  },
+  {
+    id: 'lane-search-cheap',
+    regression: 'C47: searches run outside the heavy lane and can take every connection',
+    edits: [{ file: 'src/content/queries.ts', find: "return shape === 'search' || shape === 'match'", replace: "return shape === 'match'" }],
+    tests: [LANES],
+  },
+  {
+    id: 'lane-unbounded',
+    regression: 'C47: the heavy lane lets every heavy statement run at once',
+    edits: [{ file: 'src/db/lanes.ts', find: 'if (this.running < this.settings.slots && this.waiting.length === 0)', replace: 'if (true)' }],
+    tests: [LANES],
   },
 ]

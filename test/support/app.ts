@@ -56,7 +56,8 @@ export function testApp(
   const logs: string[] = []
   const requestsLogged: string[] = []
   const waiting: { url: string; resolve: () => void }[] = []
-  const pool = { databasePoolMax: 4, databaseTimeoutMs: poolTimeoutMs ?? config.databaseTimeoutMs }
+  // A smaller pool than the service's default, unless the test sets DATABASE_POOL_MAX; the heavy lane (C47) as configured.
+  const pool = { ...config, databasePoolMax: env.DATABASE_POOL_MAX ? config.databasePoolMax : 4, databaseTimeoutMs: poolTimeoutMs ?? config.databaseTimeoutMs }
   const sql = openReadPool(databaseUrl, pool, (query) => statements.push(query))
   const written = createLogger(config.logLevel, (line) => logs.push(line))
   const noticeRequest = (msg: string, fields?: LogFields) => {
