@@ -116,7 +116,7 @@ describe('C47: heavy statements against a real PostgreSQL', () => {
     waitFor(`${n} searches waiting on the server`, async () => {
       const [row] = await db.sql`
         select count(*)::int as waiting from pg_stat_activity
-        where application_name = 'vitrine' and wait_event_type = 'Lock' and wait_event = 'advisory'
+        where datname = current_database() and application_name = 'vitrine' and wait_event_type = 'Lock' and wait_event = 'advisory'
       `
       return row.waiting === n
     })

@@ -180,7 +180,7 @@ describe('C18: kept live entry counts (sql/live-entry-counts.md)', () => {
       await held
     })
     await holding
-    const [{ folding }] = await db.sql`select count(*)::int as folding from pg_locks where locktype = 'advisory' and granted`
+    const [{ folding }] = await db.sql`select count(*)::int as folding from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`
     expect(folding).toBe(1)
     await holding
     // While that transaction is open: the same types, the other order, and 70 statements that would fold.
