@@ -9,9 +9,11 @@
  * four services: with and without the lane, each with the cache on (page 1 is
  * then answered from memory: "cached") and off ("uncached"). Each round, for
  * each of the four in turn (the order alternates between rounds), it measures
- * page 1 (`/api/v1/content/post`, wrk or autocannon at 32 connections) alone,
- * then again while FLOOD_CONNECTIONS loops ask random pages 1 000–20 000 of
- * 5 entries (offsets 5 000–100 000) of the same service, as fast as it answers.
+ * page 1 (`/api/v1/content/post`, wrk or autocannon; cached at 32 connections,
+ * its throughput; uncached at 4, its latency: 32 uncached clients would queue
+ * for the 10 connections of the pool with or without a flood) alone, then
+ * again while FLOOD_CONNECTIONS loops ask random pages 1 000–20 000 of 5
+ * entries (offsets 5 000–100 000) of the same service, as fast as it answers.
  * It prints medians of page 1's req/s, p50 and p99, quiet and flooded, what
  * the flood got (answers a second, 503s), and the targets: with the lane,
  * cached page-1 p99 within 2× its quiet value, uncached page-1 p99 ≤ 50 ms.
@@ -43,11 +45,13 @@ const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
 
 type Variant = 'lane, cached' | 'lane, uncached' | 'no lane, cached' | 'no lane, uncached'
-const VARIANTS: { name: Variant; env: Record<string, string> }[] = [
-  { name: 'no lane, cached', env: { CACHE: 'on', DATABASE_HEAVY_MAX: String(config.databasePoolMax), DATABASE_HEAVY_QUEUE: '100000' } },
-  { name: 'lane, cached', env: { CACHE: 'on' } },
-  { name: 'no lane, uncached', env: { CACHE: 'off', DATABASE_HEAVY_MAX: String(config.databasePoolMax), DATABASE_HEAVY_QUEUE: '100000' } },
-  { name: 'lane, uncached', env: { CACHE: 'off' } },
+const UNCACHED_CONNECTIONS = 4
+const NO_LANE = { DATABASE_HEAVY_MAX: String(config.databasePoolMax), DATABASE_HEAVY_QUEUE: '100000' }
+const VARIANTS: { name: Variant; env: Record<string, string>; connections: number }[] = [
+  { name: 'no lane, cached', env: { CACHE: 'on', ...NO_LANE }, connections: CONNECTIONS },
+  { name: 'lane, cached', env: { CACHE: 'on' }, connections: CONNECTIONS },
+  { name: 'no lane, uncached', env: { CACHE: 'off', ...NO_LANE }, connections: UNCACHED_CONNECTIONS },
+  { name: 'lane, uncached', env: { CACHE: 'off' }, connections: UNCACHED_CONNECTIONS },
 ]
 
 interface FloodResult {
@@ -78,8 +82,8 @@ try {
   const samples = Object.fromEntries(VARIANTS.map(({ name }) => [name, [] as Sample[]])) as Record<Variant, Sample[]>
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()
-    for (const { name } of order) {
-      const sample = await measure(bases[name])
+    for (const { name, connections } of order) {
+      const sample = await measure(bases[name], connections)
       samples[name].push(sample)
       console.log(`round ${round + 1} ${name}: page 1 quiet ${describe(sample.quiet)}; flooded ${describe(sample.flooded)}; flood ${describeFlood(sample.flood)}`)
     }
@@ -99,12 +103,12 @@ if (pageOneFailures.length) {
 }
 
 /** Page 1 alone, then page 1 under the flood (the flood starts first and ends after). */
-async function measure(base: string): Promise<Sample> {
-  const quiet = checked(await load(tool, base + PAGE_1, HALF), base, 'quiet')
+async function measure(base: string, connections: number): Promise<Sample> {
+  const quiet = checked(await load(tool, base + PAGE_1, HALF, {}, undefined, connections), base, 'quiet')
   const stop = { now: false }
   const flooding = flood(base, stop)
   await Bun.sleep(500)
-  const flooded = checked(await load(tool, base + PAGE_1, HALF), base, 'flooded')
+  const flooded = checked(await load(tool, base + PAGE_1, HALF, {}, undefined, connections), base, 'flooded')
   stop.now = true
   return { quiet, flooded, flood: await flooding }
 }
@@ -146,7 +150,9 @@ function describeFlood(flood: FloodResult): string {
   return `${Math.round(flood.answered / flood.seconds)} deep pages/s answered, ${Math.round(flood.refused / flood.seconds)}/s refused (503)${flood.failed ? `, ${flood.failed} failed` : ''}`
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+function median(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+}
 
 function summarize(samples: Record<Variant, Sample[]>, how: string): string {
   const row = (name: Variant) => {
@@ -162,7 +168,7 @@ function summarize(samples: Record<Variant, Sample[]>, how: string): string {
   return [
     `# Fair lanes (C47), ${new Date().toISOString().slice(0, 16)}Z`,
     '',
-    `\`vitrine_bench_${SIZE}\` (${how}); page 1 by ${tool} at ${CONNECTIONS} connections, ${HALF} s a measurement; the flood: ${FLOOD_CONNECTIONS} loops of random pages 1 000–20 000 (per_page=5); ${ROUNDS} rounds alternating, medians. Lane: DATABASE_HEAVY_MAX ${config.databaseHeavyMax} of DATABASE_POOL_MAX ${config.databasePoolMax}, DATABASE_HEAVY_QUEUE ${config.databaseHeavyQueue}; no lane: DATABASE_HEAVY_MAX ${config.databasePoolMax}.`,
+    `\`vitrine_bench_${SIZE}\` (${how}); page 1 by ${tool} (cached at ${CONNECTIONS} connections, uncached at ${UNCACHED_CONNECTIONS}), ${HALF} s a measurement; the flood: ${FLOOD_CONNECTIONS} loops of random pages 1 000–20 000 (per_page=5); ${ROUNDS} rounds alternating, medians. Lane: DATABASE_HEAVY_MAX ${config.databaseHeavyMax} of DATABASE_POOL_MAX ${config.databasePoolMax}, DATABASE_HEAVY_QUEUE ${config.databaseHeavyQueue}; no lane: DATABASE_HEAVY_MAX ${config.databasePoolMax}.`,
     '',
     '| service | quiet req/s | p50 ms | p99 ms | flooded req/s | p50 ms | p99 ms | p99 flooded ÷ quiet | deep pages/s | deep 503/s |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -26,13 +26,13 @@ export function readSeconds(text: string | undefined): number {
 
 /**
  * Drives `url` for `seconds` (whole: wrk refuses "0.5s" and measures nothing), with wrk's Lua
- * `wrkScript` when given. Throws when the tool fails or measures nothing.
+ * `wrkScript` when given, at `connections`. Throws when the tool fails or measures nothing.
  */
-export async function load(tool: string, url: string, seconds: number, headers: Record<string, string> = {}, wrkScript?: string): Promise<Measure> {
+export async function load(tool: string, url: string, seconds: number, headers: Record<string, string> = {}, wrkScript?: string, connections = CONNECTIONS): Promise<Measure> {
   const command =
     tool === 'wrk'
-      ? ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', ...(wrkScript ? ['-s', wrkScript] : []), ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]), url]
-      : ['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '--json', ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]), url]
+      ? ['wrk', `-t${Math.min(2, connections)}`, `-c${connections}`, `-d${seconds}s`, '--latency', ...(wrkScript ? ['-s', wrkScript] : []), ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]), url]
+      : ['node', join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(connections), '-d', String(seconds), '--json', ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]), url]
   const run = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
   const [text, errors, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
   const measure = code === 0 ? (tool === 'wrk' ? readWrk(text) : readAutocannon(text)) : undefined
