@@ -33,7 +33,7 @@ import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { CONNECTIONS, load, readSeconds, type Measure } from './load'
-import { startBenchService } from './service'
+import { openLane, startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 100_000
@@ -46,7 +46,7 @@ const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
 
 type Variant = 'lane, cached' | 'lane, uncached' | 'no lane, cached' | 'no lane, uncached'
 const UNCACHED_CONNECTIONS = 4
-const NO_LANE = { DATABASE_HEAVY_MAX: String(config.databasePoolMax), DATABASE_HEAVY_QUEUE: '100000' }
+const NO_LANE = openLane(config.databasePoolMax)
 const VARIANTS: { name: Variant; env: Record<string, string>; connections: number }[] = [
   { name: 'no lane, cached', env: { CACHE: 'on', ...NO_LANE }, connections: CONNECTIONS },
   { name: 'lane, cached', env: { CACHE: 'on' }, connections: CONNECTIONS },

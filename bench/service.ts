@@ -7,6 +7,15 @@ import { join } from 'node:path'
 
 const ROOT = join(import.meta.dir, '..')
 
+/**
+ * Settings that open the heavy lane (C47) to the whole pool: for benchmarks that measure what a
+ * statement costs at 32 connections (a deep page, a search), not how the lane shares the pool
+ * (bench/lanes.ts measures that). With the lane, 31 of those 32 would wait in its line.
+ */
+export function openLane(poolMax: number): Record<string, string> {
+  return { DATABASE_HEAVY_MAX: String(poolMax), DATABASE_HEAVY_QUEUE: '100000' }
+}
+
 export interface BenchService {
   base: string
   process: ReturnType<typeof Bun.spawn>

@@ -4,7 +4,8 @@
  * reuses) a database of that many entries from bench/large-dataset.sql (about
  * 10% embargoed, 2% undated), prints the planning and execution times of the
  * list statement at page 1 and at the last page (`EXPLAIN (ANALYZE, BUFFERS)`,
- * median of 5), starts the service with CACHE=off and no extensions, and
+ * median of 5), starts the service with CACHE=off, no extensions and the heavy
+ * lane open to the whole pool (C47: bench/lanes.ts measures the lane), and
  * drives four cases on type `post` over real HTTP (wrk when installed, else
  * autocannon, 32 connections, after a 2 s warm-up each):
  *   list page 1           /api/v1/content/post
@@ -48,7 +49,7 @@ import { join, resolve } from 'node:path'
 import { loadConfig } from '../src/config'
 import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
 import { explainPrepared } from './explain-list'
-import { startBenchService } from './service'
+import { openLane, startBenchService } from './service'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
@@ -72,6 +73,9 @@ const TERM_FILTERS = { terms: [{ taxonomy: 'tag', slug: 'popular' }], author: nu
 const SEARCH_FILTERS = { terms: [], author: null, search: 'zeppelin', order: 'relevance' }
 
 type CaseName = (typeof CASES)[number]
+/** The cases the targets name: measured again at the smallest and the largest size, alternating. */
+const ALTERNATED = ['list page 1', 'last page by cursor', 'term page 1', 'term cursor page'] as const
+type AlternatedCase = (typeof ALTERNATED)[number]
 type Checkout = 'current' | 'baseline'
 /** A measured URL, or why a case has none. */
 type Target = { path: string } | { missing: string }
@@ -342,10 +346,7 @@ async function explainTimes(url: string, explainer: Explainer | string, statemen
   return times
 }
 
-/** Requests a second per case and size, the ratio of the largest size to the smallest, and the targets. */
-/** Requests a second of the two cases the targets name, at the smallest and the largest size, measured alternately. */
-const ALTERNATED = ['list page 1', 'last page by cursor', 'term page 1', 'term cursor page'] as const
-type AlternatedCase = (typeof ALTERNATED)[number]
+/** Requests a second of the cases the targets name, at the smallest and the largest size, measured alternately. */
 interface Alternating {
   small: number
   large: number
@@ -449,8 +450,9 @@ function summarize(results: SizeResult[], alternating: Alternating | undefined):
 
 /** The services of one size, stopped before the next size (and by the `finally`). */
 async function startService(directory: string, databaseUrl: string): Promise<string> {
-  // CACHE=off: each request runs its statement; bench/cache.ts measures the cache.
-  const { base, process: service } = await startBenchService({ directory, databaseUrl, env: { CACHE: 'off' } })
+  // CACHE=off: each request runs its statement; bench/cache.ts measures the cache. The heavy lane
+  // open (C47): 32 connections on the last page or a search measure the statement, not the line.
+  const { base, process: service } = await startBenchService({ directory, databaseUrl, env: { CACHE: 'off', ...openLane(config.databasePoolMax) } })
   services.push(service)
   return base
 }
