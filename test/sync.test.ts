@@ -2,6 +2,7 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { t } from 'elysia'
 import { CONTENT_ITEM_HOOK } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
+import { connectDatabase } from '../src/db/connect'
 import { testApp, type TestApp } from './support/app'
 import { createTestDatabase } from './support/database'
 import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
@@ -105,6 +106,37 @@ describe('C48 sync pages', () => {
     expect(delta.body.deleted).toEqual([ids[20]])
     const again = await plain.get(relative(delta.body.meta.next_sync_url))
     expect(again.body).toEqual({ data: [], deleted: [], meta: { next_page_url: null, next_sync_url: again.body.meta.next_sync_url } })
+  })
+})
+
+describe('C48 writers in flight', () => {
+  test('a write whose transaction commits after a sync that took a later position is in the next delta', async () => {
+    const slow = await addEntry(db.sql)
+    const quick = await addEntry(db.sql)
+    const { next } = await follow(plain, '/api/v1/sync/post')
+    const writer = connectDatabase(db.url, { max: 1 })
+    try {
+      let commit!: () => void
+      const held = new Promise<void>((resolve) => (commit = resolve))
+      let written!: () => void
+      const wrote = new Promise<void>((resolve) => (written = resolve))
+      // Takes its position first, commits last.
+      const transaction = writer.begin(async (tx) => {
+        await tx`update entry_translations set title = 'slow' where entry_id = ${slow}`
+        written()
+        await held
+      })
+      await wrote
+      await db.sql`update entry_translations set title = 'quick' where entry_id = ${quick}`
+      const between = await plain.get(next)
+      expect(between.body.data.map((item: any) => item.title)).toEqual(['quick'])
+      commit()
+      await transaction
+      const after = await plain.get(relative(between.body.meta.next_sync_url))
+      expect(after.body.data.map((item: any) => item.title)).toEqual(['slow'])
+    } finally {
+      await writer.end()
+    }
   })
 })
 

@@ -160,9 +160,15 @@ function changedEntries(sql: Sql, since: LogMark, afterId: number, limit: number
         and c.position > ${since.sharedPosition}::int8
       union all
       select c.entry_id, c.left_from, c.shared_table, c.shared_id, c.content_type_id
-      from change_log c
-      where c.xid = any (${inProgress}::xid8[])
-        and (c.content_type_id = (select id from content_type) or c.content_type_id is null)
+      from (
+        select *
+        from change_log c
+        where c.xid = any (${inProgress}::xid8[])
+        -- A fence: ANDed with the type's index range, the generic plan read the type's whole log.
+        offset 0
+      ) c
+      where c.content_type_id = (select id from content_type)
+        or c.content_type_id is null
     ),
     whole_type as (
       select exists (
