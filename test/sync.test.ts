@@ -189,6 +189,28 @@ describe('C48 sync tokens', () => {
     await db.sql`update change_log_state set retention = '30 days'`
   })
 
+  test('writes made with the triggers disabled: the drift the count check finds expires the type\'s tokens until repaired', async () => {
+    await addEntry(db.sql)
+    const checked = testApp(db.url, {}, undefined, undefined, { liveCountCheck: true })
+    try {
+      const { next } = await follow(checked, '/api/v1/sync/post')
+      await db.sql.begin(async (tx) => {
+        await tx`alter table entries disable trigger user`
+        await tx`delete from entries`
+        await tx`alter table entries enable trigger user`
+      })
+      await checked.liveCounts!.check()
+      expect((await checked.get(next)).status).toBe(410)
+      expect((await checked.get('/api/v1/sync/post')).status).toBe(200)
+      await db.sql`select vitrine_repair_live_entry_counts()`
+      await db.sql`select vitrine_expire_sync_tokens()`
+      await checked.liveCounts!.check()
+      expect((await checked.get(next)).status).toBe(410)
+    } finally {
+      await checked.close()
+    }
+  })
+
   test('a token survives a restart and works on another instance', async () => {
     const first = await addEntry(db.sql)
     const { next } = await follow(plain, '/api/v1/sync/post')

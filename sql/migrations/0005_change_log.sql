@@ -231,7 +231,11 @@ begin
     elsif tg_op = 'DELETE' then
       select array_agg(o.id) into type_ids from old_rows o;
     else
-      select array_agg(n.id) into type_ids from new_rows n;
+      -- An upsert that rewrites the same name changes no item.
+      select array_agg(n.id) into type_ids
+      from new_rows n
+      join old_rows o on o.id = n.id
+      where (o.slug, o.name) is distinct from (n.slug, n.name);
     end if;
   elsif tg_op = 'INSERT' then
     select array_agg(distinct n.content_type_id) into type_ids from new_rows n;
