@@ -2,6 +2,7 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { t } from 'elysia'
 import { CONTENT_ITEM_HOOK } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
+import { ConfigError, loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
 import { testApp, type TestApp } from './support/app'
 import { createTestDatabase } from './support/database'
@@ -62,6 +63,32 @@ async function follow(api: TestApp, path: string, copy: Copy = new Map()): Promi
 
 const relative = (url: string) => url.replace('https://cms.example.com', '')
 const sorted = (copy: Copy) => [...copy.entries()].sort(([a], [b]) => a - b)
+
+describe('C48 SYNC_RETENTION_DAYS', () => {
+  test('30 days by default; a whole number of days from 1 to 3650, or the start stops naming it', () => {
+    expect(loadConfig({}).syncRetentionDays).toBe(30)
+    expect(loadConfig({ SYNC_RETENTION_DAYS: '7' }).syncRetentionDays).toBe(7)
+    for (const value of ['0', '3651', '1.5', 'a week']) {
+      expect(() => loadConfig({ SYNC_RETENTION_DAYS: value })).toThrow(new ConfigError(`SYNC_RETENTION_DAYS must be a whole number from 1 to 3650, not "${value}".`))
+    }
+  })
+
+  test('a token older than the setting is 410 even when the log still holds its rows', async () => {
+    await addEntry(db.sql)
+    const { next } = await follow(plain, '/api/v1/sync/post')
+    const strict = testApp(db.url, { SYNC_RETENTION_DAYS: '1' })
+    try {
+      const token = new URL(`http://x${next}`).searchParams.get('token')!
+      const decoded = JSON.parse(Buffer.from(token, 'base64url').toString())
+      decoded[3][3] = new Date(Date.now() - 2 * 86_400_000).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
+      const path = `/api/v1/sync/post?lang=en&token=${Buffer.from(JSON.stringify(decoded)).toString('base64url')}`
+      expect((await strict.get(path)).status).toBe(410)
+      expect((await plain.get(path)).status).toBe(200)
+    } finally {
+      await strict.close()
+    }
+  })
+})
 
 describe('C48 sync pages', () => {
   test('an initial sync holds every live entry of the type, as lists show them, by id, in pages of per_page', async () => {
