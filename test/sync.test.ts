@@ -136,6 +136,91 @@ describe('C48 sync pages', () => {
   })
 })
 
+describe('C48 each kind of write reaches exactly the entries that show it', () => {
+  /** Three live posts: one with the author, image, term and field value below; one without; one page with them. */
+  async function scene() {
+    const author = await addAuthor(db.sql, 'Ada')
+    const image = await addImage(db.sql, 'a.jpg', { thumbnail: 'a-t.jpg' }, 'A cat')
+    const term = await addTerm(db.sql, 'tag', 'Bun')
+    const [{ id: field }] = await db.sql`insert into custom_fields (content_type_id, key) select id, 'rating' from content_types where slug = 'post' returning id`
+    const shown = await addEntry(db.sql, { authorId: author, imageId: image, termIds: [term], translations: { en: { title: 'Shown', body: 'b' } } })
+    const other = await addEntry(db.sql)
+    await addEntry(db.sql, { type: 'page', authorId: author, imageId: image, termIds: [term] })
+    await db.sql`insert into field_values (entry_id, custom_field_id, value) values (${shown}, ${field}, '1')`
+    const [{ id: typeId }] = await db.sql`select id from content_types where slug = 'post'`
+    return { author, image, term, field, shown, other, typeId }
+  }
+
+  const cases: [string, (s: Awaited<ReturnType<typeof scene>>) => Promise<unknown>, 'shown' | 'all'][] = [
+    ['an author renamed', (s) => db.sql`update authors set name = 'Grace' where id = ${s.author}`, 'shown'],
+    ['an image moved', (s) => db.sql`update media set path = 'b.jpg' where id = ${s.image}`, 'shown'],
+    ['an image\'s alt text (the model shows it)', (s) => db.sql`update media set alt = 'A dog' where id = ${s.image}`, 'shown'],
+    ['a variant added', (s) => db.sql`insert into media_variants (media_id, name, path) values (${s.image}, 'medium', 'a-m.jpg')`, 'shown'],
+    ['a variant removed', (s) => db.sql`delete from media_variants where media_id = ${s.image}`, 'shown'],
+    ['a term renamed', (s) => db.sql`update terms set name = 'Deno' where id = ${s.term}`, 'shown'],
+    ['a taxonomy renamed (the model shows it)', () => db.sql`update taxonomies set name = 'Tags' where slug = 'tag'`, 'shown'],
+    ['an entry term moved', (s) => db.sql`update entry_terms set position = 3 where entry_id = ${s.shown}`, 'shown'],
+    ['a field value changed', (s) => db.sql`update field_values set value = '2' where entry_id = ${s.shown}`, 'shown'],
+    ['a translation body changed', (s) => db.sql`update entry_translations set body = 'c' where entry_id = ${s.shown}`, 'shown'],
+    ['a custom field renamed', (s) => db.sql`update custom_fields set key = 'stars' where id = ${s.field}`, 'all'],
+    ['the type renamed', (s) => db.sql`update content_types set name = 'Posts' where id = ${s.typeId}`, 'all'],
+    [
+      'the default language changed',
+      async () => {
+        await addLanguage(db.sql, 'fr')
+        await db.sql.begin(async (tx) => {
+          await tx`update languages set is_default = false`
+          await tx`update languages set is_default = true where code = 'fr'`
+        })
+      },
+      'all',
+    ],
+  ]
+  for (const [name, write, reach] of cases) {
+    test(name, async () => {
+      const s = await scene()
+      const { next } = await follow(chained, '/api/v1/sync/post?lang=en')
+      await write(s)
+      const delta = await chained.get(next)
+      const expected = reach === 'shown' ? [s.shown] : [s.shown, s.other]
+      expect(delta.body.data.map((item: any) => item.id)).toEqual(expected)
+      const fresh = await follow(chained, '/api/v1/sync/post?lang=en')
+      for (const item of delta.body.data) expect(JSON.stringify(item)).toBe(fresh.copy.get(item.id)!)
+      await db.sql.begin(async (tx) => {
+        await tx`update languages set is_default = false`
+        await tx`update languages set is_default = true where code = 'en'`
+      })
+    })
+  }
+
+  test('a go-live: an embargoed entry whose time comes is in the next delta, with no write', async () => {
+    const soon = await addEntry(db.sql, { publishedAt: new Date(Date.now() + 400) })
+    const { next, copy } = await follow(plain, '/api/v1/sync/post')
+    expect(copy.has(soon)).toBe(false)
+    await Bun.sleep(500)
+    const delta = await plain.get(next)
+    expect(delta.body.data.map((item: any) => item.id)).toEqual([soon])
+  })
+
+  test('TRUNCATE entries: every entry once live is deleted', async () => {
+    const ids = [await addEntry(db.sql), await addEntry(db.sql)]
+    await addEntry(db.sql, { status: 'draft' })
+    const { next } = await follow(plain, '/api/v1/sync/post')
+    await db.sql`truncate entries cascade`
+    expect((await plain.get(next)).body.deleted).toEqual(ids)
+  })
+
+  test('COPY into entries and entry_translations is logged like any insert', async () => {
+    const { next } = await follow(plain, '/api/v1/sync/post')
+    const [{ id: typeId }] = await db.sql`select id from content_types where slug = 'post'`
+    const writer = await db.sql`copy entries (id, content_type_id, status, published_at) from stdin`.writable()
+    writer.write(`900001\t${typeId}\tpublished\t2026-01-01 00:00:00+00\n`)
+    writer.end()
+    await new Promise((resolve) => writer.on('finish', resolve))
+    expect((await plain.get(next)).body.data.map((item: any) => item.id)).toEqual([900001])
+  })
+})
+
 describe('C48 writers in flight', () => {
   test('a write whose transaction commits after a sync that took a later position is in the next delta', async () => {
     const slow = await addEntry(db.sql)
