@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, type EntryRow, type Languages, type ResultRow } from '../content/queries'
+import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, resultHeader, type EntryRow, type Languages, type ResultRow } from '../content/queries'
 import type { LogMark } from './sync-token'
 
 export interface SyncPageOptions {
@@ -84,17 +84,7 @@ export function syncStatement(sql: Sql, options: SyncPageOptions): PendingQuery<
       where e.id in (select id from page where live)
     )
     select
-      exists (select 1 from content_type) as type_exists,
-      (select id from content_type) as type_id,
-      (
-        select extract(epoch from min(e.published_at) - now())::float8
-        from entries e
-        where e.content_type_id = (select id from content_type)
-          and e.status = 'published'
-          and e.published_at > now()
-      ) as go_live_in,
-      (select selected from language) as selected_language,
-      (select fallback from language) as default_language,
+      ${resultHeader(sql)},
       (select count(*) from page_candidates) > ${limit}::int8 as has_more,
       (select max(id) from page) as last_id,
       (select coalesce(json_agg(id order by id), '[]'::json) from page where not live) as deleted,
