@@ -6,6 +6,7 @@ import type { Sql } from './db/connect'
 import type { LiveCountCheck } from './content/live-count-check'
 import { AnswerSlot, type PreparedAnswer } from './content/answer-slot'
 import { contentRoutes } from './content/routes'
+import { syncRoutes } from './changes/routes'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
 import { buildOpenApiDocument } from './docs/openapi-document'
@@ -53,6 +54,7 @@ export function createApp(dependencies: AppDependencies): App {
     .use(apiDocumentation(document))
     .use(healthRoutes(dependencies))
     .use(contentRoutes({ ...dependencies, filters }, slot))
+    .use(syncRoutes({ ...dependencies, filters }, slot))
   const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
   return { fetch, handle: async (request) => fetch(request) }
 }

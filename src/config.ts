@@ -49,6 +49,8 @@ export interface Config {
   databaseListenUrl: string | undefined
   /** LIVE_COUNT_CHECK_SECONDS: how often the kept live entry counts are compared with count(*) (C18); 0: at start only. */
   liveCountCheckSeconds: number
+  /** SYNC_RETENTION_DAYS: how long a sync token stays good (C48); the change log keeps its rows as long (sql/change-log.md). */
+  syncRetentionDays: number
   /** WORKERS: processes serving the port together. */
   workers: number
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
@@ -95,6 +97,7 @@ export function loadConfig(env: Env): Config {
     cacheMaxAge: readInteger(env, 'CACHE_MAX_AGE', 0, 0, 31_536_000),
     databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
     liveCountCheckSeconds: readInteger(env, 'LIVE_COUNT_CHECK_SECONDS', 600, 0, 86_400),
+    syncRetentionDays: readInteger(env, 'SYNC_RETENTION_DAYS', 30, 1, 3650),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
   }

@@ -91,7 +91,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
   })
 
   test('named component schemas; the item is exactly C12, closed', () => {
-    expect(Object.keys(document.components.schemas)).toEqual(['ContentItem', 'Author', 'FeaturedImage', 'Term', 'ListMeta', 'ContentList', 'ContentEntry', 'Error', 'Status'])
+    expect(Object.keys(document.components.schemas)).toEqual(['ContentItem', 'Author', 'FeaturedImage', 'Term', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage', 'Error', 'Status'])
     const item = document.components.schemas.ContentItem
     expect(item.required).toEqual(C12_KEYS)
     expect(Object.keys(item.properties)).toEqual(C12_KEYS)

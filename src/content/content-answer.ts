@@ -38,6 +38,14 @@ export interface ContentAnswer {
   meta: ListMeta | null
   /** Lists only: the `Link` header, RFC 8288 (C39). */
   link: string | null
+  /** Sync pages only (C48, src/changes/): what the envelope holds besides the items. */
+  sync?: SyncEnvelope
+}
+
+/** A sync page's envelope besides `data` (C48). */
+export interface SyncEnvelope {
+  deleted: number[]
+  meta: { next_page_url: string | null; next_sync_url: string | null }
 }
 
 export interface RenderedBody {

@@ -36,7 +36,8 @@ export function readListStart(query: { page?: string; per_page?: string; after?:
   return { start: { page: cursor.page, cursor }, perPage }
 }
 
-function readPositiveInteger(name: string, text: string | undefined, fallback: number): number {
+/** C6: a positive integer in decimal digits, or a 400 naming the parameter. */
+export function readPositiveInteger(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback
   const value = DECIMAL_DIGITS.test(text) ? Number(text) : 0
   if (value >= 1 && (name === 'per_page' || Number.isSafeInteger(value))) return value

@@ -127,11 +127,11 @@ function checkCursorOrder(start: ListStart, filters: ListFilters): void {
  * It becomes NUL, a value that matches nothing, so that such a type is an
  * unknown type (C5) and such a slug is "Not found." after the type check (C20).
  */
-function markUndecodable({ params }: { params: Record<string, string | null> }): void {
+export function markUndecodable({ params }: { params: Record<string, string | null> }): void {
   for (const name of Object.keys(params)) params[name] ??= '\u0000'
 }
 
 /** C3: any method but GET, HEAD and OPTIONS on an API path. */
-function rejectMethod(request: Request): never {
+export function rejectMethod(request: Request): never {
   throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOWED_METHODS)
 }

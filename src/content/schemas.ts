@@ -85,6 +85,22 @@ export const ErrorBody = Type.Object({ error: Type.String() }, { ...closed, exam
 export const listBody = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(Nullable(item)), meta: ListMeta }, closed)
 /** The single-entry envelope (§2.4) around an item shape. */
 export const showBody = <T extends TSchema>(item: T) => Type.Object({ data: Nullable(item) }, closed)
+/** A sync page (C48): items as in lists, the ids gone from the type, and where to go on. */
+export const syncBody = <T extends TSchema>(item: T) =>
+  Type.Object(
+    {
+      data: Type.Array(Nullable(item)),
+      deleted: Type.Array(Type.Integer(), { description: 'Ids of entries that stopped being live in the type, or were removed.' }),
+      meta: Type.Object(
+        {
+          next_page_url: Nullable(Type.String({ description: 'The next page of this sync; null on the last page.' })),
+          next_sync_url: Nullable(Type.String({ description: 'On the last page only: the URL to ask later for what changed.' })),
+        },
+        closed,
+      ),
+    },
+    closed,
+  )
 export type ListBody = Static<ReturnType<typeof listBody<typeof Item>>>
 export type ShowBody = Static<ReturnType<typeof showBody<typeof Item>>>
 

@@ -1,7 +1,10 @@
 import { Type, type TObject } from '@sinclair/typebox'
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE, MAX_SEARCH_LENGTH, MAX_TERM_PAIRS } from '../content/parameters'
 import { LIST_PATH, SHOW_PATH } from '../content/routes'
-import { Author, ErrorBody, FeaturedImage, ListMeta, Term, listBody, showBody } from '../content/schemas'
+import { DEFAULT_SYNC_PER_PAGE, MAX_SYNC_PER_PAGE } from '../changes/sync-answer'
+import { SYNC_PATH } from '../changes/routes'
+import { EXPIRED_TOKEN, INVALID_TOKEN } from '../changes/sync-token'
+import { Author, ErrorBody, FeaturedImage, ListMeta, Term, listBody, showBody, syncBody } from '../content/schemas'
 import { RESPONSE_HEADERS, type ResponseHeaderName } from '../http/response-headers'
 
 export interface DocumentInputs {
@@ -46,6 +49,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
     ListMeta,
     ContentList: listBody(itemSchema),
     ContentEntry: showBody(itemSchema),
+    SyncPage: syncBody(itemSchema),
     Error: ErrorBody,
     Status: Type.Object({ status: Type.String() }, { additionalProperties: false }),
   }
@@ -84,6 +88,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
     security: [],
     tags: [
       { name: 'content', description: 'Published content entries' },
+      { name: 'sync', description: 'Following changes: a copy of a type kept up to date (C48)' },
       { name: 'operations', description: 'Probes for orchestrators and load balancers' },
     ],
     paths: {
@@ -141,6 +146,33 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           },
         },
         ...refusals('Content'),
+      },
+      [openApiPath(SYNC_PATH)]: {
+        parameters: [ref('parameters', 'ContentType')],
+        get: {
+          operationId: 'syncContent',
+          tags: ['sync'],
+          summary: 'Sync a content type: every live entry, then what changed',
+          description: [
+            'Without `token`: every live entry of the type, by id, in pages. The last page gives `meta.next_sync_url`; ask it later for',
+            'the entries whose item may have changed since (`data`, by their latest state: their own rows, translations, terms, author,',
+            'image, field values, a shared row they show renamed, or their publication time come) and the ids of those that stopped',
+            'being live or were removed (`deleted`). Exactly one of `next_page_url` and `next_sync_url` is set. Applying a first sync',
+            'and its deltas to a copy gives exactly the live entries a fresh sync gives. Items are the lists\' (the filter hook applied).',
+            'Tokens are opaque, survive restarts and work on every instance. A delta costs about the number of changes.',
+          ].join('\n'),
+          parameters: [ref('parameters', 'SyncPerPage'), ref('parameters', 'Lang'), ref('parameters', 'SyncToken'), ref('parameters', 'IfNoneMatch')],
+          responses: {
+            '200': { description: 'A page of the sync.', headers: contentHeaders, ...json(ref('schemas', 'SyncPage')) },
+            '304': ref('responses', 'NotModified'),
+            '400': errorResponse('A bad `per_page`, or a token this service did not make, or made for another type or language.', ['The per_page parameter must be a positive integer.', INVALID_TOKEN], [...EVERY_ANSWER, 'Cache-Control']),
+            '404': errorResponse('The content type does not exist.', ['Content type not found.'], EVERY_ANSWER),
+            '410': errorResponse('The token is older than the retention (`SYNC_RETENTION_DAYS`), or the change log it needs was pruned or declared incomplete: start a new sync.', [EXPIRED_TOKEN], EVERY_ANSWER),
+            '500': ref('responses', 'InternalError'),
+            '503': ref('responses', 'ServiceUnavailable'),
+          },
+        },
+        ...refusals('Sync'),
       },
       '/healthz': {
         get: {
@@ -221,6 +253,18 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           in: 'query',
           description: '`relevance` (the default with `search`, and only with it) or `date` (list order: newest first). Cursors walk either.',
           schema: { type: 'string', enum: ['relevance', 'date'] },
+        },
+        SyncPerPage: {
+          name: 'per_page',
+          in: 'query',
+          description: `Entries per page of a sync (live and deleted together), in decimal digits. A value above ${MAX_SYNC_PER_PAGE} is clamped to ${MAX_SYNC_PER_PAGE}; anything else is a 400.`,
+          schema: { type: 'integer', minimum: 1, default: DEFAULT_SYNC_PER_PAGE },
+        },
+        SyncToken: {
+          name: 'token',
+          in: 'query',
+          description: 'An opaque sync token, from `meta.next_page_url` or `meta.next_sync_url` of an earlier page. Absent: a new sync.',
+          schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' },
         },
         IfNoneMatch: {
           name: 'If-None-Match',

@@ -32,6 +32,7 @@ const COUNTS = 'test/live-entry-counts.test.ts'
 const CACHE = 'test/cache.test.ts'
 const FILTERS = ['test/list-filters.test.ts']
 const LANES = 'test/heavy-lane.test.ts'
+const SYNC = ['test/sync.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -422,5 +423,42 @@ export const MUTANTS: Mutant[] = [
     regression: 'C47: the heavy lane lets every heavy statement run at once',
     edits: [{ file: 'src/db/lanes.ts', find: 'if (this.running < this.settings.slots && this.waiting.length === 0)', replace: 'if (true)' }],
     tests: [LANES],
+  },
+  // C48: sync.
+  {
+    id: 'sync-in-flight',
+    regression: 'C48: a write whose transaction took its position before a sync and committed after it is never delivered',
+    edits: [{ file: 'src/changes/sync-statement.ts', find: 'where c.xid = any (${inProgress}::xid8[])', replace: 'where false and c.xid = any (${inProgress}::xid8[])' }],
+    tests: SYNC,
+  },
+  {
+    id: 'sync-shared-rows',
+    regression: 'C48: an author renamed or an image changed does not reach the entries that show it',
+    edits: [{ file: 'src/changes/sync-statement.ts', find: "where l.shared_table = 'authors'", replace: "where l.shared_table = 'authors' and false" }],
+    tests: SYNC,
+  },
+  {
+    id: 'sync-go-lives',
+    regression: 'C48/C1: an embargoed entry that goes live with no write is never delivered',
+    edits: [{ file: 'src/changes/sync-statement.ts', find: '        and e.published_at > ${since.at}::timestamptz', replace: '        and false' }],
+    tests: SYNC,
+  },
+  {
+    id: 'sync-deleted-never-live',
+    regression: 'C48/C2: deleted ids include entries that were never live (drafts, embargoed)',
+    edits: [{ file: 'src/changes/sync-statement.ts', find: 'where ${liveInType(sql)} or t.may_be_held', replace: 'where true' }],
+    tests: SYNC,
+  },
+  {
+    id: 'sync-truncate',
+    regression: 'C48: TRUNCATE entries leaves the deleted entries in every copy',
+    edits: [{ file: 'sql/migrations/0005_change_log.sql', find: 'create trigger vitrine_log_truncate before truncate on entries', replace: 'create trigger vitrine_truncate_elsewhere before truncate on languages' }],
+    tests: SYNC,
+  },
+  {
+    id: 'sync-retention',
+    regression: 'C48: tokens older than SYNC_RETENTION_DAYS are served (the log may no longer hold what they need)',
+    edits: [{ file: 'src/changes/routes.ts', find: 'if (token) checkRetention(token, config.syncRetentionDays)', replace: 'if (false) checkRetention(token!, config.syncRetentionDays)' }],
+    tests: SYNC,
   },
 ]

@@ -1,0 +1,92 @@
+import { Elysia, t } from 'elysia'
+import type { AppDependencies } from '../app'
+import type { CachedRead, Loaded } from '../cache/content-cache'
+import type { AnswerSlot, PreparedAnswer } from '../content/answer-slot'
+import { render, type ContentAnswer } from '../content/content-answer'
+import { toItem } from '../content/map-item'
+import { readLanguage, readPositiveInteger, readType } from '../content/parameters'
+import { markUndecodable, rejectMethod } from '../content/routes'
+import { TypeParams } from '../content/schemas'
+import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
+import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
+import { deepFreeze, toEntryModel } from '../hooks/model'
+import { FilterRegistry } from '../hooks/registry'
+import { DEFAULT_SYNC_PER_PAGE, loadSyncAnswer, MAX_SYNC_PER_PAGE, syncBody } from './sync-answer'
+import { decodeSyncToken, expiredToken, type SyncToken } from './sync-token'
+
+/** The sync route, as Elysia writes it; src/docs/openapi-document.ts describes it. */
+export const SYNC_PATH = '/api/v1/sync/:type'
+
+export const SyncQuery = t.Object(
+  { per_page: t.Optional(t.String()), lang: t.Optional(t.String()), token: t.Optional(t.String()) },
+  { additionalProperties: true },
+)
+
+const DAY_MS = 86_400_000
+
+/**
+ * `GET /api/v1/sync/{type}` (C48): parameters → the answer (from the cache,
+ * or one statement → map) → filter chain → respond, as the content routes.
+ * Items are the list's, and callbacks see the list's route name: a copy kept
+ * by sync holds what the lists show.
+ */
+export function syncRoutes({ sql, config, filters = new FilterRegistry(), cache, log, liveCounts }: AppDependencies, slot: AnswerSlot) {
+  const publicUrl = new URL(config.publicUrl).origin
+  const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
+
+  /** The cache's slot (C35), keyed by type, resolved language, page size and token: the token names the page. */
+  async function readAnswer(type: string, lang: string | undefined, key: unknown[], load: () => Promise<Loaded<ContentAnswer>>): Promise<CachedRead<ContentAnswer>> {
+    if (cache) {
+      const language = cache.resolveLanguage(lang)
+      return cache.read(JSON.stringify(['sync', type, language, ...key]), language, load)
+    }
+    const startedAt = performance.now()
+    const loaded = await load()
+    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
+  }
+
+  /** The chain over the page's items (C24–C31), then the sync envelope. */
+  async function prepare(request: Request, answer: ContentAnswer): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
+    const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: null }
+    if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
+    const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
+    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
+    const route = 'service.api.content.index'
+    const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
+    const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
+    const rendered = render(syncBody(filtered, answer.sync!))
+    return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
+  }
+
+  return new Elysia({ name: 'sync-routes' })
+    .get(
+      SYNC_PATH,
+      async ({ params, query, request, set }) => {
+        const perPage = Math.min(readPositiveInteger('per_page', query.per_page, DEFAULT_SYNC_PER_PAGE), MAX_SYNC_PER_PAGE)
+        const token = query.token === undefined ? null : decodeSyncToken(query.token)
+        if (token) checkRetention(token, config.syncRetentionDays)
+        const type = readType(params.type)
+        const lang = readLanguage(query.lang)
+        // Its kept counts drifted: written with the triggers off, so the change log missed writes too (sql/change-log.md).
+        if (token && liveCounts?.countByScan(type)) throw expiredToken()
+        const load = () =>
+          loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, withModel: !filters.isEmpty, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token })
+        const read = await readAnswer(type, lang, [perPage, query.token ?? null], load)
+        const { output, reads } = await prepare(request, read.value)
+        const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
+        if (response.status === 304) delete set.headers['content-type']
+        set.status = response.status
+        return response
+      },
+      { transform: markUndecodable, params: TypeParams, query: SyncQuery },
+    )
+    .all(SYNC_PATH, ({ request }) => rejectMethod(request))
+}
+
+/** C48: a token older than SYNC_RETENTION_DAYS is expired, whatever the log still holds. */
+function checkRetention(token: SyncToken, retentionDays: number): void {
+  const oldest = Date.now() - retentionDays * DAY_MS
+  for (const mark of [token.since, token.until]) {
+    if (mark !== null && Date.parse(mark.at) < oldest) throw expiredToken()
+  }
+}
