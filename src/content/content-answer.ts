@@ -193,9 +193,8 @@ function entriesAnswer(
     // The rows stay for the chain; their size is what the cache holds.
     return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
   }
-  const fields = options.shape?.fields ?? null
   const items = rows.map((row) => toItem(row, options.mediaBaseUrl))
-  const rendered = render(envelope(fields === null ? items : items.map((item) => selectFields(item, fields)), meta))
+  const rendered = render(envelope(selectFields(items, options.shape?.fields ?? null), meta))
   return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
 }
 

@@ -29,16 +29,20 @@ export function toItem(row: EntryRow, mediaBaseUrl: string): Item {
 }
 
 /**
- * C44: the item with only the keys named, in its own order (the chain's
- * output order); a null item stays null. Pure.
- * @example selectFields({ id: 1, title: 'Hi', slug: 'hi' }, ['slug', 'id']) // { id: 1, slug: 'hi' }
+ * C44: each item with only the keys `fields` names, in the item's own order
+ * (the chain's output order); a null item stays null; no `fields`: the items
+ * as they are. Pure.
+ * @example selectFields([{ id: 1, title: 'Hi', slug: 'hi' }, null], ['slug', 'id']) // [{ id: 1, slug: 'hi' }, null]
  */
-export function selectFields<Data extends object>(item: Data | null, fields: readonly string[]): Partial<Data> | null {
-  if (item === null) return null
-  // No prototype: an extension may declare a key called "constructor" or "__proto__".
-  const selected: Record<string, unknown> = Object.create(null)
-  for (const [key, value] of Object.entries(item)) if (fields.includes(key)) selected[key] = value
-  return selected as Partial<Data>
+export function selectFields<Data extends object>(items: readonly (Data | null)[], fields: readonly string[] | null): readonly (Partial<Data> | null)[] {
+  if (fields === null) return items
+  return items.map((item) => {
+    if (item === null) return null
+    // No prototype: an extension may declare a key called "constructor" or "__proto__".
+    const selected: Record<string, unknown> = Object.create(null)
+    for (const [key, value] of Object.entries(item)) if (fields.includes(key)) selected[key] = value
+    return selected as Partial<Data>
+  })
 }
 
 /**

@@ -69,7 +69,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
     const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
     const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
-    const rendered = render(envelope(fields === null ? filtered : filtered.map((item) => selectFields(item, fields)), answer.meta))
+    const rendered = render(envelope(selectFields(filtered, fields), answer.meta))
     return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
   }
 
