@@ -289,6 +289,9 @@ describe('C44: fields', () => {
     for (const value of ['', ',', '%20', ',%20,']) expect((await plain.get(`/api/v1/content/post?fields=${value}`)).text).toBe(full.text)
     const plainIds = await plain.get('/api/v1/content/post?fields=id,title')
     for (const value of ['title,id', '%20title%20,,id,', 'id,id,title,title']) expect((await plain.get(`/api/v1/content/post?fields=${value}`)).text).toBe(plainIds.text)
+    // C10: repeated, the last one wins.
+    expect((await plain.get('/api/v1/content/post?fields=nope&fields=title,id')).text).toBe(plainIds.text)
+    expect((await plain.get('/api/v1/content/post/hello?include=nope&include=alternates&fields=alternates')).body).toEqual({ data: { alternates: HELLO_ALTERNATES } })
   })
 
   test('an unknown key is a 400 naming the first unknown key in the order given, both routes, before any statement', async () => {
