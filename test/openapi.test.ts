@@ -87,14 +87,22 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
       expect(keys).not.toContain('nullable')
     }
     expect(document.components.schemas.ContentItem.properties.published_at.anyOf).toEqual([expect.objectContaining({ type: 'string', format: 'date-time' }), { type: 'null' }])
-    expect(document.components.schemas.ContentList.properties.data.items).toEqual({ anyOf: [{ $ref: '#/components/schemas/ContentItem' }, { type: 'null' }] })
+    // C44: an item is whole, or holds the keys `fields` named; null when an extension withheld it (C26).
+    const item = { anyOf: [{ $ref: '#/components/schemas/ContentItem' }, { $ref: '#/components/schemas/ContentItemFields' }] }
+    expect(document.components.schemas.ContentList.properties.data.items).toEqual({ anyOf: [item, { type: 'null' }] })
+    expect(document.components.schemas.ContentEntry.properties.data).toEqual({ anyOf: [item, { type: 'null' }] })
   })
 
-  test('named component schemas; the item is exactly C12, closed', () => {
-    expect(Object.keys(document.components.schemas)).toEqual(['ContentItem', 'Author', 'FeaturedImage', 'Term', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage', 'Error', 'Status'])
+  test('named component schemas; the item is exactly C12 (and alternates when asked, C45), closed', () => {
+    expect(Object.keys(document.components.schemas)).toEqual(['ContentItem', 'ContentItemFields', 'Author', 'FeaturedImage', 'Term', 'Alternate', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage', 'Error', 'Status'])
     const item = document.components.schemas.ContentItem
     expect(item.required).toEqual(C12_KEYS)
-    expect(Object.keys(item.properties)).toEqual(C12_KEYS)
+    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates'])
+    expect(item.properties.alternates).toMatchObject({ type: 'array', items: { $ref: '#/components/schemas/Alternate' } })
+    expect(document.components.schemas.Alternate).toMatchObject({ required: ['language', 'slug'], additionalProperties: false })
+    // C44: the same keys, none required.
+    const fields = document.components.schemas.ContentItemFields
+    expect([Object.keys(fields.properties), fields.required, fields.additionalProperties]).toEqual([Object.keys(item.properties), undefined, false])
     expect(item.additionalProperties).toBe(false)
     expect(item.properties.id).toEqual({ type: 'integer' })
     expect(item.properties.author.anyOf[0]).toEqual({ $ref: '#/components/schemas/Author' })
@@ -103,7 +111,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
 
   test("the item is the default one changed by the installed extensions' declarations", () => {
     const item = extended.components.schemas.ContentItem
-    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'reading_time_minutes'])
+    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates', 'reading_time_minutes'])
     expect(item.required).toEqual([...C12_KEYS.filter((key) => key !== 'excerpt'), 'reading_time_minutes'])
     expect(item.properties.reading_time_minutes).toEqual({ minimum: 1, type: 'integer' })
     expect(item.properties.excerpt).toEqual(document.components.schemas.ContentItem.properties.excerpt)
@@ -125,7 +133,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(parameters.PerPage).toMatchObject({ name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, default: 20 } })
     expect(parameters.PerPage.description).toContain('clamped to 100')
     const refs = document.paths[LIST].get.parameters.map((parameter: any) => parameter.$ref)
-    expect(refs).toEqual(['Page', 'PerPage', 'After', 'Lang', 'Term', 'Author', 'Search', 'Order', 'IfNoneMatch'].map((name) => `#/components/parameters/${name}`))
+    expect(refs).toEqual(['Page', 'PerPage', 'After', 'Lang', 'Term', 'Author', 'Search', 'Order', 'Fields', 'Include', 'IfNoneMatch'].map((name) => `#/components/parameters/${name}`))
     // C39: the cursor of a Link header, a string of base64url characters.
     expect(parameters.After).toMatchObject({ name: 'after', in: 'query', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } })
   })
@@ -143,6 +151,26 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(JSON.stringify(messages)).toContain('The order parameter must be relevance or date.')
   })
 
+  test('C44/C45: fields lists every key an item can have, the extensions\' declared ones included; include is alternates; both routes list their 400s', () => {
+    const keys = (candidate: any) => new RegExp(candidate.components.parameters.Fields.schema.pattern)
+    expect(['id', 'id,slug,title', 'title, id', 'id,,title,', '', 'alternates'].every((value) => keys(document).test(value))).toBe(true)
+    expect(['body', 'id,body', 'ID', 'reading_time_minutes', 'id;title'].some((value) => keys(document).test(value))).toBe(false)
+    expect(keys(extended).test('id,reading_time_minutes')).toBe(true)
+    expect(extended.components.parameters.Fields.description).toContain('`reading_time_minutes`')
+    expect(document.components.parameters.Fields.description).not.toContain('reading_time_minutes')
+    expect(document.components.parameters.Include).toMatchObject({ name: 'include', in: 'query', schema: { type: 'string', enum: ['alternates'] } })
+    for (const path of [LIST, SHOW]) {
+      const operation = document.paths[path].get
+      expect(operation.parameters.map((parameter: any) => parameter.$ref)).toEqual(expect.arrayContaining(['#/components/parameters/Fields', '#/components/parameters/Include']))
+    }
+    const showMessages = JSON.stringify(document.paths[SHOW].get.responses['400'])
+    const listMessages = JSON.stringify(document.components.responses.BadParameter)
+    for (const messages of [showMessages, listMessages]) {
+      expect(messages).toContain('The fields parameter names an unknown field: ')
+      expect(messages).toContain('The include parameter must be alternates.')
+    }
+  })
+
   test('servers is the origin of PUBLIC_URL, from the settings the app was created with', async () => {
     expect(document.servers).toEqual([{ url: 'https://cms.example.com', description: 'This installation (PUBLIC_URL)' }])
     const other = JSON.parse(await fetchOpenApiText(undefined, { PUBLIC_URL: 'https://api.example.org:8443/' }))
@@ -151,7 +179,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
 
   test('every status a route answers is documented; 405 only under the methods that get it', () => {
     expect(Object.keys(document.paths[LIST].get.responses)).toEqual(['200', '304', '400', '404', '500', '503'])
-    expect(Object.keys(document.paths[SHOW].get.responses)).toEqual(['200', '304', '404', '500', '503'])
+    expect(Object.keys(document.paths[SHOW].get.responses)).toEqual(['200', '304', '400', '404', '500', '503'])
     // C32: a 304 carries the ETag and Cache-Control it revalidated, and no body.
     expect(document.components.responses.NotModified.content).toBeUndefined()
     expect(Object.keys(document.components.responses.NotModified.headers)).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])

@@ -104,7 +104,7 @@ export function syncStatement(sql: Sql, options: SyncPageOptions): PendingQuery<
         select case when pruned_before = '-infinity' then '' else to_char(pruned_before at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end
         from change_log_state
       ) as pruned_before,
-      ${entryRows(sql, withModel, sql`e.id`)} as rows
+      ${entryRows(sql, { withModel }, sql`e.id`)} as rows
   `
 }
 

@@ -2,9 +2,9 @@ import type { Loaded } from '../cache/content-cache'
 import type { Sql } from '../db/connect'
 import type { EntryModel } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
-import { toItem } from './map-item'
+import { selectFields, toItem } from './map-item'
 import { encodeCursor, type Cursor } from './cursor'
-import { DEFAULT_PER_PAGE, NO_FILTERS, type ListFilters } from './parameters'
+import { DEFAULT_PER_PAGE, FULL_ITEM, NO_FILTERS, type ItemShape, type ListFilters } from './parameters'
 import { findLiveEntryBySlug, listLiveEntries, type EntryPage, type EntryRow, type Languages } from './queries'
 import type { Item } from './schemas'
 
@@ -65,6 +65,8 @@ export interface AnswerOptions {
   publicUrl: string
   /** Count by scanning the entries: the type's kept count drifted (sql/live-entry-counts.md). */
   countByScan?: boolean
+  /** What each item holds (C44, C45); every default key by default. */
+  shape?: ItemShape
 }
 
 /** Where a list page starts: a page number (C6), or a cursor that also says which page it opens (C39). */
@@ -90,13 +92,14 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     start: start.cursor ? { after: start.cursor.position } : { offset: Math.min((start.page - 1) * perPage, Number.MAX_SAFE_INTEGER) },
     countByScan: options.countByScan,
     withModel: options.withModel,
+    alternates: options.shape?.alternates,
     timeoutMs: options.timeoutMs,
     filters,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
   if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   const meta = { current_page: start.page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
-  const link = listLink({ ...options, filters }, result, meta, start)
+  const link = listLink({ ...options, filters, shape: options.shape ?? FULL_ITEM }, result, meta, start)
   return { ...loaded, ...(entriesAnswer(options, result.rows, result.languages, meta, link)) }
 }
 
@@ -105,12 +108,13 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
  * when more live entries follow it; `first` and `last` are pages by number;
  * `prev` too, for a page asked by number (a cursor knows no page before it).
  * The URLs keep `lang` when it selects a language other than the default,
- * `per_page` when it is not the default, and the filters, normalised (C43):
- * nothing else of the request, so that every request that shares an answer
- * (C35) shares its links.
+ * `per_page` when it is not the default, the filters, normalised (C43), and
+ * what the items hold (C44, C45: `include=alternates` when they are loaded,
+ * `fields` in the item's order): nothing else of the request, so that every
+ * request that shares an answer (C35) shares its links.
  */
-function listLink(options: AnswerOptions & { perPage: number; filters: ListFilters }, result: EntryPage, meta: ListMeta, start: ListStart): string {
-  const { filters } = options
+function listLink(options: AnswerOptions & { perPage: number; filters: ListFilters; shape: ItemShape }, result: EntryPage, meta: ListMeta, start: ListStart): string {
+  const { filters, shape } = options
   const base = `${options.publicUrl}/api/v1/content/${encodeURIComponent(options.type)}`
   const url = (parameter: { page: number } | { after: string }) => {
     const query: string[] = []
@@ -121,6 +125,8 @@ function listLink(options: AnswerOptions & { perPage: number; filters: ListFilte
     if (filters.author !== null) set('author', String(filters.author))
     if (filters.search !== null) set('search', filters.search)
     if (filters.search !== null && filters.order === 'date') set('order', 'date')
+    if (shape.alternates) set('include', 'alternates')
+    if (shape.fields !== null) set('fields', shape.fields.join(','))
     if ('after' in parameter) set('after', parameter.after)
     else if (parameter.page !== 1) set('page', String(parameter.page))
     const text = query.join('&')
@@ -156,6 +162,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
     lang: options.lang,
     slug: options.slug,
     withModel: options.withModel,
+    alternates: options.shape?.alternates,
     timeoutMs: options.timeoutMs,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
@@ -194,7 +201,8 @@ function entriesAnswer(
     // The rows stay for the chain; their size is what the cache holds.
     return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
   }
-  const rendered = render(envelope(rows.map((row) => toItem(row, options.mediaBaseUrl)), meta))
+  const items = rows.map((row) => toItem(row, options.mediaBaseUrl))
+  const rendered = render(envelope(selectFields(items, options.shape?.fields ?? null), meta))
   return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
 }
 

@@ -58,7 +58,7 @@ export function isFiltered(filters: ListFilters | undefined): filters is ListFil
  * data is made at run time by gates on one-row CTEs, never by the planner.
  */
 export function filteredListStatement(sql: Sql, options: ListOptions & { filters: ListFilters }): PendingQuery<ResultRow[]> {
-  const { type, lang, limit, start, filters, countByScan = false, withModel = false } = options
+  const { type, lang, limit, start, filters, countByScan = false } = options
   const shape = shapeOf(filters)
   const rows = limit + 1
   const relevance = shape === 'search' && filters.order === 'relevance'
@@ -77,7 +77,7 @@ export function filteredListStatement(sql: Sql, options: ListOptions & { filters
       ${resultHeader(sql)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
-      ${entryRows(sql, withModel, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``)} as rows
+      ${entryRows(sql, options, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``)} as rows
   `
 }
 

@@ -3,12 +3,13 @@ import type { EntryRow } from './queries'
 
 /**
  * Maps one entry row to the item of service.md §2.2: exactly the keys of C12
- * in their order, timestamps as in C13, absolute media URLs as in C15. Pure.
+ * in their order (then `alternates`, when loaded: C45), timestamps as in C13,
+ * absolute media URLs as in C15. Pure.
  * @example toItem(row, 'https://cms.example.com/media')
  */
 export function toItem(row: EntryRow, mediaBaseUrl: string): Item {
   const translation = row.translation
-  return {
+  const item: Item = {
     id: row.id,
     status: 'published',
     published_at: row.published_at === null ? null : formatTimestamp(row.published_at),
@@ -22,6 +23,26 @@ export function toItem(row: EntryRow, mediaBaseUrl: string): Item {
     featured_image: row.image === null ? null : toFeaturedImage(row.image, mediaBaseUrl),
     terms: row.terms.map((term) => ({ id: term.id, name: term.name, slug: term.slug })),
   }
+  // C45: only when the statement was asked for them.
+  if (row.alternates !== undefined) item.alternates = row.alternates.map((alternate) => ({ language: alternate.language, slug: alternate.slug }))
+  return item
+}
+
+/**
+ * C44: each item with only the keys `fields` names, in the item's own order
+ * (the chain's output order); a null item stays null; no `fields`: the items
+ * as they are. Pure.
+ * @example selectFields([{ id: 1, title: 'Hi', slug: 'hi' }, null], ['slug', 'id']) // [{ id: 1, slug: 'hi' }, null]
+ */
+export function selectFields<Data extends object>(items: readonly (Data | null)[], fields: readonly string[] | null): readonly (Partial<Data> | null)[] {
+  if (fields === null) return items
+  return items.map((item) => {
+    if (item === null) return null
+    // No prototype: an extension may declare a key called "constructor" or "__proto__".
+    const selected: Record<string, unknown> = Object.create(null)
+    for (const [key, value] of Object.entries(item)) if (fields.includes(key)) selected[key] = value
+    return selected as Partial<Data>
+  })
 }
 
 /**

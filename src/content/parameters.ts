@@ -140,6 +140,47 @@ function readOrder(text: string | undefined, searching: boolean): 'relevance' | 
   throw badRequest('The order parameter must be relevance or date.')
 }
 
+/**
+ * What each item of an answer holds (C44, C45), normalised: what the cache
+ * key, the statement and the `Link` URLs are made of.
+ */
+export interface ItemShape {
+  /** Each entry's `alternates` are loaded (C45): asked by `include=alternates`, or by naming them in `fields`. */
+  alternates: boolean
+  /** The keys each item keeps (C44), each once, in the item's usual order; null: every key. */
+  fields: readonly string[] | null
+}
+
+export const FULL_ITEM: ItemShape = { alternates: false, fields: null }
+
+/**
+ * C44, C45: `include` and `fields`, checked against the keys an item can have
+ * (`itemKeys`: the default ones, `alternates`, then those the installed
+ * extensions declare, in that order). In `fields`, blanks around a key and
+ * empty entries are skipped, a key named twice counts once, the order given
+ * does not matter (items keep their usual order), and no key at all is as if
+ * absent; the first unknown key, in the order given, is the 400. Naming
+ * `alternates` in `fields` asks for them, as `include=alternates` does.
+ * Anything malformed is a 400 before any statement is sent.
+ * @example readItemShape({ fields: 'title, id' }, ['id', 'title', 'alternates']) // { alternates: false, fields: ['id', 'title'] }
+ */
+export function readItemShape(query: { fields?: string; include?: string }, itemKeys: readonly string[]): ItemShape {
+  if (query.include !== undefined && query.include !== 'alternates') throw badRequest('The include parameter must be alternates.')
+  const fields = query.fields === undefined ? null : readFields(query.fields, itemKeys)
+  return { alternates: query.include !== undefined || (fields?.includes('alternates') ?? false), fields }
+}
+
+function readFields(text: string, itemKeys: readonly string[]): string[] | null {
+  const named = new Set<string>()
+  for (const part of text.split(',')) {
+    const key = part.trim()
+    if (key === '') continue
+    if (!itemKeys.includes(key)) throw badRequest(`The fields parameter names an unknown field: ${key}.`)
+    named.add(key)
+  }
+  return named.size === 0 ? null : itemKeys.filter((key) => named.has(key))
+}
+
 /** Whether a pair can match a term: PostgreSQL text holds no NUL. */
 export function isMatchable(pair: TermPair): boolean {
   return !UNMATCHABLE.test(pair.taxonomy) && !UNMATCHABLE.test(pair.slug)

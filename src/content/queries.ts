@@ -21,6 +21,8 @@ export interface EntryRow {
   translation: { title: string | null; slug: string | null; excerpt: string | null; meta_title: string | null; meta_description: string | null } | null
   image: { path: string; thumbnail: string | null; medium: string | null } | null
   terms: { id: number; name: string; slug: string }[]
+  /** Only when the statement was asked for them (C45): each translation with a slug, by language code. */
+  alternates?: { language: string; slug: string }[]
   /** Only when the statement was asked for models (see hooks/model.ts). */
   model?: EntryModelRow
   /** Search results by relevance only (C42): the rank, as PostgreSQL wrote the `real`; a cursor continues after it. */
@@ -68,9 +70,15 @@ export interface EntryMatch {
   row: EntryRow | null
 }
 
-export interface ListOptions {
+/** What each row holds beyond the lean item: the entry's model (C25), its alternates (C45). */
+export interface RowContents {
   /** Also load each entry's full model for the filter hook (C25). */
   withModel?: boolean
+  /** Also load each entry's alternates (C45); without them, the statement is the same as before they existed. */
+  alternates?: boolean
+}
+
+export interface ListOptions extends RowContents {
   /** Give up (503) and cancel the statement after this long (C22); a lost connection is retried once within it. */
   timeoutMs?: number
   type: string
@@ -93,8 +101,7 @@ export interface ListPosition {
   rank?: string
 }
 
-export interface FindOptions {
-  withModel?: boolean
+export interface FindOptions extends RowContents {
   timeoutMs?: number
   type: string
   lang: string | undefined
@@ -145,7 +152,7 @@ export function isHeavyList(options: Pick<ListOptions, 'start' | 'countByScan' |
  * (C18), and where a page by offset starts in the undated range.
  */
 export function listStatement(sql: Sql, options: ListOptions): PendingQuery<ResultRow[]> {
-  const { type, lang, limit, start, countByScan = false, withModel = false, filters } = options
+  const { type, lang, limit, start, countByScan = false, filters } = options
   if (isFiltered(filters)) return filteredListStatement(sql, { ...options, filters })
   const rows = limit + 1
   return sql<ResultRow[]>`
@@ -169,7 +176,7 @@ export function listStatement(sql: Sql, options: ListOptions): PendingQuery<Resu
       ${resultHeader(sql)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
-      ${entryRows(sql, withModel)} as rows
+      ${entryRows(sql, options)} as rows
   `
 }
 
@@ -312,7 +319,8 @@ export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promi
 }
 
 /** The statement of `findLiveEntryBySlug`, not yet sent. */
-export function findStatement(sql: Sql, { type, lang, slug, withModel = false }: FindOptions): PendingQuery<ResultRow[]> {
+export function findStatement(sql: Sql, options: FindOptions): PendingQuery<ResultRow[]> {
+  const { type, lang, slug } = options
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
     page_entries as (
@@ -358,7 +366,7 @@ export function findStatement(sql: Sql, { type, lang, slug, withModel = false }:
     select
       ${resultHeader(sql)},
       0 as total,
-      ${entryRows(sql, withModel)} as rows
+      ${entryRows(sql, options)} as rows
   `
 }
 
@@ -432,12 +440,13 @@ export function resultHeader(sql: Sql): PendingQuery<Row[]> {
 /**
  * The entries of `page_entries` as a JSON array of EntryRow, in list order:
  * lean (the item's own translation, image variants and terms), or with each
- * entry's model (C25), from which completeRow then takes those. Every relation
+ * entry's model (C25), from which completeRow then takes those; with their
+ * alternates (C45) when asked, from the same statement. Every relation
  * but the terms is a subquery per entry: an index lookup whatever the planner
  * guesses of the page's size (the statement keeps one generic plan, see
  * connect.ts); the terms come from one join for the whole page (pageTerms).
  */
-export function entryRows(sql: Sql, withModel: boolean, order: PendingQuery<Row[]> = listOrder(sql), extra: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
+export function entryRows(sql: Sql, { withModel = false, alternates = false }: RowContents, order: PendingQuery<Row[]> = listOrder(sql), extra: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
   return sql`
     (
       with ${pageTerms(sql, withModel)}
@@ -454,6 +463,7 @@ export function entryRows(sql: Sql, withModel: boolean, order: PendingQuery<Row[
               where a.id = e.author_id
             ),
             ${extra}
+            ${alternates ? sql`'alternates', ${alternatesOf(sql)},` : sql``}
             ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
           )
           order by ${order}
@@ -507,6 +517,24 @@ function pageTerms(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
 /** An entry's terms from page_terms; `e` is in scope. */
 function termsOf(sql: Sql): PendingQuery<Row[]> {
   return sql`coalesce((select pt.terms from page_terms pt where pt.entry_id = e.id), '[]'::json)`
+}
+
+/**
+ * C45: one `{ language, slug }` per translation of the entry that has a slug,
+ * the selected language's included, by language code in byte order (the same
+ * whatever the database's collation: `pt-BR` before `pt-br`); `e` is in
+ * scope, and is live: page_entries holds nothing else (C2). One index range
+ * of entry_translations' primary key per entry.
+ */
+function alternatesOf(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    (
+      select coalesce(json_agg(json_build_object('language', t.language_code, 'slug', t.slug) order by t.language_code collate "C"), '[]'::json)
+      from entry_translations t
+      where t.entry_id = e.id
+        and t.slug is not null
+    )
+  `
 }
 
 /** The lean row's translation (C14), image with two variants (C15) and terms (C16); `e` is in scope. */

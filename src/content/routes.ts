@@ -10,8 +10,8 @@ import { deepFreeze, toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
 import type { AnswerSlot, PreparedAnswer } from './answer-slot'
 import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer } from './content-answer'
-import { toItem } from './map-item'
-import { readLanguage, readListFilters, readListStart, readSlug, readType, type ListFilters } from './parameters'
+import { selectFields, toItem } from './map-item'
+import { readItemShape, readLanguage, readListFilters, readListStart, readSlug, readType, type ItemShape, type ListFilters } from './parameters'
 import type { ListStart } from './content-answer'
 import { badRequest } from '../http/errors'
 import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
@@ -28,7 +28,9 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
 export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache, liveCounts }: AppDependencies, slot: AnswerSlot) {
   const publicUrl = new URL(config.publicUrl).origin
   const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
-  const answerOptions = (type: string, lang: string | undefined) => ({
+  // C44: the keys `fields` may name, in the item's order: the default ones, `alternates`, those the extensions declare.
+  const itemKeys = Object.keys(filters.itemSchema.properties)
+  const answerOptions = (type: string, lang: string | undefined, shape: ItemShape) => ({
     sql,
     mediaBaseUrl: config.mediaBaseUrl,
     withModel: !filters.isEmpty,
@@ -36,6 +38,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     publicUrl: config.publicUrl,
     type,
     lang,
+    shape,
   })
 
   /**
@@ -56,8 +59,9 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
    * The hook's place: after mapping, before the response (C24–C31). With no
    * callback it costs nothing (C28). Each request maps its own items from the
    * answer's rows; the models are built once per answer and frozen (C25).
+   * `fields` applies to the chain's output (C44).
    */
-  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
+  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer, fields: ItemShape['fields']): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
     const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: answer.link }
     if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
     const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
@@ -65,13 +69,13 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
     const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
     const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
-    const rendered = render(envelope(filtered, answer.meta))
+    const rendered = render(envelope(selectFields(filtered, fields), answer.meta))
     return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
   }
 
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
-  async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
-    const { output, reads } = await prepare(request, route, read.value)
+  async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>, shape: ItemShape): Promise<Response> {
+    const { output, reads } = await prepare(request, route, read.value, shape.fields)
     const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
     // The framework adds what it set when the response lacks it: a 304 has no type.
     if (response.status === 304) delete set.headers['content-type']
@@ -87,24 +91,26 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
         const { start, perPage } = readListStart(query)
         const filters = readListFilters(query)
         checkCursorOrder(start, filters)
+        const shape = readItemShape(query, itemKeys)
         const type = readType(params.type)
         const lang = readLanguage(query.lang)
         const countByScan = liveCounts?.countByScan(type) ?? false
-        const key = [perPage, start.page, start.cursor?.position ?? null, countByScan, filters]
-        const read = await readAnswer('list', type, lang, key, () => loadListAnswer({ ...answerOptions(type, lang), countByScan, perPage, start, filters }))
-        return respond(request, set, 'service.api.content.index', read)
+        const key = [perPage, start.page, start.cursor?.position ?? null, countByScan, filters, shape]
+        const read = await readAnswer('list', type, lang, key, () => loadListAnswer({ ...answerOptions(type, lang, shape), countByScan, perPage, start, filters }))
+        return respond(request, set, 'service.api.content.index', read, shape)
       },
       { transform: markUndecodable, params: TypeParams, query: ListQuery },
     )
     .get(
       SHOW_PATH,
       async ({ params, query, request, set }) => {
+        const shape = readItemShape(query, itemKeys)
         // A slug that can match nothing still goes to the database: the type is checked first (C5).
         const type = readType(params.type)
         const lang = readLanguage(query.lang)
         const slug = readSlug(params.slug)
-        const read = await readAnswer('show', type, lang, [slug], () => loadEntryAnswer({ ...answerOptions(type, lang), slug }))
-        return respond(request, set, 'service.api.content.show', read)
+        const read = await readAnswer('show', type, lang, [slug, shape], () => loadEntryAnswer({ ...answerOptions(type, lang, shape), slug }))
+        return respond(request, set, 'service.api.content.show', read, shape)
       },
       { transform: markUndecodable, params: EntryParams, query: ShowQuery },
     )

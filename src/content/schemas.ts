@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /**
@@ -6,8 +6,9 @@ import { t } from 'elysia'
  * TypeScript types and of the OpenAPI document (src/docs/openapi-document.ts).
  * Plain TypeBox, not Elysia's `t`: its `t.Integer` also accepts numeric strings,
  * which is right for reading a query string and wrong for describing output.
- * Objects are closed: an item has exactly the keys of C12, in that order, and
- * extensions declare what they change (src/hooks/item-schema.ts).
+ * Objects are closed: an item has exactly the keys of C12, in that order (and
+ * `alternates` when asked, C45), and extensions declare what they change
+ * (src/hooks/item-schema.ts).
  */
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 const closed = { additionalProperties: false } as const
@@ -27,6 +28,14 @@ export const FeaturedImage = Type.Object(
 
 export const Term = Type.Object({ id: Type.Integer(), name: Type.String(), slug: Type.String() }, closed)
 
+export const Alternate = Type.Object(
+  {
+    language: Type.String({ description: 'A configured language code: pass it as `lang`.', examples: ['fr'] }),
+    slug: Type.String({ description: "The entry's slug in that language.", examples: ['livrer-une-api-de-contenu'] }),
+  },
+  closed,
+)
+
 export const Item = Type.Object(
   {
     id: Type.Integer(),
@@ -41,6 +50,13 @@ export const Item = Type.Object(
     meta_description: Nullable(Type.String()),
     featured_image: Nullable(FeaturedImage),
     terms: Type.Array(Term, { description: 'In the order the entry gives them.' }),
+    alternates: Type.Optional(
+      Type.Array(Alternate, {
+        description:
+          'Only with `include=alternates` (C45): the entry in each language it has a slug in, the selected one included, by language code. ' +
+          'Each one is `GET /api/v1/content/{type}/{slug}?lang={language}`.',
+      }),
+    ),
   },
   {
     ...closed,
@@ -63,6 +79,10 @@ export const Item = Type.Object(
           medium: 'https://cms.example.com/media/uploads/2026/cat.jpg',
         },
         terms: [{ id: 7, name: 'Engineering', slug: 'engineering' }],
+        alternates: [
+          { language: 'en', slug: 'shipping-a-content-api' },
+          { language: 'fr', slug: 'livrer-une-api-de-contenu' },
+        ],
       },
     ],
   },
@@ -80,6 +100,17 @@ export const ListMeta = Type.Object(
 )
 
 export const ErrorBody = Type.Object({ error: Type.String() }, { ...closed, examples: [{ error: 'Not found.' }] })
+
+/**
+ * C44: an item of an answer asked with `fields`: the keys of `item`, each one
+ * there only when named.
+ * @example itemSelection(Item).required // undefined
+ */
+export const itemSelection = (item: TObject) =>
+  Type.Object(
+    Object.fromEntries(Object.entries(item.properties).map(([key, schema]) => [key, Type.Optional(schema)])),
+    { ...closed, description: 'An item asked with `fields` (C44): only the keys named, in their usual order.' },
+  )
 
 /** The list envelope (§2.3) around an item shape; an item is null when a callback made it so (C26). */
 export const listBody = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(Nullable(item)), meta: ListMeta }, closed)
@@ -118,7 +149,9 @@ export const ListQuery = t.Object(
     author: t.Optional(t.String()),
     search: t.Optional(t.String()),
     order: t.Optional(t.String()),
+    fields: t.Optional(t.String()),
+    include: t.Optional(t.String()),
   },
   { additionalProperties: true },
 )
-export const ShowQuery = t.Object({ lang: t.Optional(t.String()) }, { additionalProperties: true })
+export const ShowQuery = t.Object({ lang: t.Optional(t.String()), fields: t.Optional(t.String()), include: t.Optional(t.String()) }, { additionalProperties: true })

@@ -4,7 +4,7 @@ import { LIST_PATH, SHOW_PATH } from '../content/routes'
 import { DEFAULT_SYNC_PER_PAGE, MAX_SYNC_PER_PAGE } from '../changes/sync-answer'
 import { SYNC_PATH } from '../changes/routes'
 import { EXPIRED_TOKEN, INVALID_TOKEN } from '../changes/sync-token'
-import { Author, ErrorBody, FeaturedImage, ListMeta, Term, listBody, showBody, syncBody } from '../content/schemas'
+import { Alternate, Author, ErrorBody, FeaturedImage, ListMeta, Term, itemSelection, listBody, showBody, syncBody } from '../content/schemas'
 import { RESPONSE_HEADERS, type ResponseHeaderName } from '../http/response-headers'
 
 export interface DocumentInputs {
@@ -41,14 +41,20 @@ const REFUSED_METHODS = ['post', 'put', 'patch', 'delete'] as const
  * @example JSON.stringify(buildOpenApiDocument({ publicUrl: 'https://cms.example.com', itemSchema: registry.itemSchema }))
  */
 export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs): Json {
+  const selection = itemSelection(itemSchema)
+  // C44: an answer's items are whole, or hold the keys `fields` named.
+  const anyItem = Type.Union([itemSchema, selection])
+  const itemKeys = Object.keys(itemSchema.properties)
   const schemas = {
     ContentItem: itemSchema,
+    ContentItemFields: selection,
     Author,
     FeaturedImage,
     Term,
+    Alternate,
     ListMeta,
-    ContentList: listBody(itemSchema),
-    ContentEntry: showBody(itemSchema),
+    ContentList: listBody(anyItem),
+    ContentEntry: showBody(anyItem),
     SyncPage: syncBody(itemSchema),
     Error: ErrorBody,
     Status: Type.Object({ status: Type.String() }, { additionalProperties: false }),
@@ -76,7 +82,8 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
       description: [
         'A read-only, public JSON API serving published content entries.',
         '',
-        'Items have exactly the fields of `ContentItem` in this document. Extensions installed on this service',
+        'Items have exactly the fields of `ContentItem` in this document (with `fields`, only those named:',
+        '`ContentItemFields`). Extensions installed on this service',
         'may add fields or remove them through the filter hook `service/api/content-item`; each declares what it',
         'changes, and this document is built from those declarations when the service starts.',
         '',
@@ -110,6 +117,8 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
             ref('parameters', 'Author'),
             ref('parameters', 'Search'),
             ref('parameters', 'Order'),
+            ref('parameters', 'Fields'),
+            ref('parameters', 'Include'),
             ref('parameters', 'IfNoneMatch'),
           ],
           responses: {
@@ -136,10 +145,11 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           summary: 'Get one published entry by slug',
           description:
             'The live entry whose slug in the selected language matches; else one with no translation in that language whose default-language slug matches. The lowest id wins a tie.',
-          parameters: [ref('parameters', 'Lang'), ref('parameters', 'IfNoneMatch')],
+          parameters: [ref('parameters', 'Lang'), ref('parameters', 'Fields'), ref('parameters', 'Include'), ref('parameters', 'IfNoneMatch')],
           responses: {
             '200': { description: 'The entry; `data` is null when an extension withheld it.', headers: contentHeaders, ...json(ref('schemas', 'ContentEntry')) },
             '304': ref('responses', 'NotModified'),
+            '400': errorResponse('`fields` names a key an item cannot have, or `include` is not `alternates`.', ITEM_SHAPE_MESSAGES, [...EVERY_ANSWER, 'Cache-Control']),
             '404': errorResponse('The content type does not exist (checked first), or no live entry of it has this slug.', ['Content type not found.', 'Not found.'], CONTENT_ANSWER),
             '500': ref('responses', 'InternalError'),
             '503': ref('responses', 'ServiceUnavailable'),
@@ -272,6 +282,23 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           description: 'ETags of answers you hold (a comma-separated list, weak ones too), or `*`: a match is a 304 without a body (C32).',
           schema: { type: 'string', examples: ['"RBNvo1WzZ4oRRq0W9-hknpT7T8If536DEMBg9hyq_4o"'] },
         },
+        Fields: {
+          name: 'fields',
+          in: 'query',
+          description:
+            'Comma-separated item keys (C44): each item then holds only those, in their usual order, after the extensions ran. ' +
+            `The keys: ${itemKeys.map((key) => `\`${key}\``).join(', ')} (the default ones, \`alternates\`, and those the installed extensions declare they add). ` +
+            'Naming `alternates` includes them (as `include=alternates`). Blanks and empty entries are skipped; none at all is as if absent. Any other key is a 400.',
+          schema: { type: 'string', pattern: fieldsPattern(itemKeys), examples: ['id,slug,title', 'title,slug,alternates'] },
+        },
+        Include: {
+          name: 'include',
+          in: 'query',
+          description:
+            "`alternates` (C45): each item gains `alternates` after `terms`, the entry's slug in every language it has one in (the selected one included), by language code: " +
+            'what a language switcher and `hreflang` links need. Anything else is a 400.',
+          schema: { type: 'string', enum: ['alternates'] },
+        },
         Lang: {
           name: 'lang',
           in: 'query',
@@ -286,7 +313,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
         },
         BadParameter: errorResponse(
           '`page`, `per_page` or `author` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header (of this order), `page` and `after` are both given, ' +
-            '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, or `order` is not one it can take.',
+            '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, `order` is not one it can take, `fields` names a key an item cannot have, or `include` is not `alternates`.',
           [
             'The page parameter must be a positive integer.',
             'The per_page parameter must be a positive integer.',
@@ -296,6 +323,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
             'The author parameter must be a positive integer.',
             `The search parameter must be at most ${MAX_SEARCH_LENGTH} characters.`,
             'The order parameter must be relevance or date.',
+            ...ITEM_SHAPE_MESSAGES,
           ],
           [...EVERY_ANSWER, 'Cache-Control'],
         ),
@@ -306,6 +334,19 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
       headers: RESPONSE_HEADERS,
     },
   }
+}
+
+/** The 400s of C44 and C45 (the unknown key is an example). */
+const ITEM_SHAPE_MESSAGES = ['The fields parameter names an unknown field: body.', 'The include parameter must be alternates.']
+
+/**
+ * C44: what `fields` may hold: item keys, comma-separated, with blanks and
+ * empty entries (which are skipped).
+ * @example new RegExp(fieldsPattern(['id', 'title'])).test('title, id') // true
+ */
+function fieldsPattern(itemKeys: readonly string[]): string {
+  const key = `(${itemKeys.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})`
+  return `^\\s*(${key}\\s*)?(,\\s*(${key}\\s*)?)*$`
 }
 
 /** `/api/v1/content/:type` as OpenAPI writes it: `/api/v1/content/{type}`. */

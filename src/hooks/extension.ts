@@ -22,8 +22,9 @@ export const CONTENT_ITEM_HOOK = 'service/api/content-item'
 export type HookName = typeof CONTENT_ITEM_HOOK
 
 /**
- * Argument 1: the item as it stands (service.md §2.2 shape, C12). A callback
- * that ran before yours may have added or removed fields, hence `Partial`.
+ * Argument 1: the item as it stands (service.md §2.2 shape, C12, with
+ * `alternates` when the request asks for them: C45). A callback that ran
+ * before yours may have added or removed fields, hence `Partial`.
  */
 export type ItemData = Partial<Item> & { [field: string]: unknown }
 

@@ -33,6 +33,7 @@ const CACHE = 'test/cache.test.ts'
 const FILTERS = ['test/list-filters.test.ts']
 const LANES = 'test/heavy-lane.test.ts'
 const SYNC = ['test/sync.test.ts']
+const FIELDS = ['test/fields-alternates.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -460,5 +461,69 @@ export const MUTANTS: Mutant[] = [
     regression: 'C48: tokens older than SYNC_RETENTION_DAYS are served (the log may no longer hold what they need)',
     edits: [{ file: 'src/changes/routes.ts', find: 'if (token) checkRetention(token, config.syncRetentionDays)', replace: 'if (false) checkRetention(token!, config.syncRetentionDays)' }],
     tests: SYNC,
+  },
+  // C44, C45: fields and alternates.
+  {
+    id: 'alternates-null-slugs',
+    regression: 'C45: alternates list translations without a slug (language with slug null)',
+    edits: [{ file: 'src/content/queries.ts', find: '      where t.entry_id = e.id\n        and t.slug is not null\n', replace: '      where t.entry_id = e.id\n' }],
+    tests: FIELDS,
+  },
+  {
+    id: 'alternates-other-entries',
+    regression: "C45/C2: alternates hold every entry's translations (hidden entries' slugs leak), not the item's own",
+    edits: [{ file: 'src/content/queries.ts', find: '      where t.entry_id = e.id\n        and t.slug is not null\n', replace: '      where t.slug is not null\n' }],
+    tests: FIELDS,
+  },
+  {
+    id: 'alternates-without-selected',
+    regression: 'C45: alternates leave out the selected language',
+    edits: [{ file: 'src/content/queries.ts', find: '        and t.slug is not null\n', replace: '        and t.slug is not null\n        and t.language_code <> (select selected from language)\n' }],
+    tests: FIELDS,
+  },
+  {
+    id: 'alternates-order',
+    regression: 'C45: alternates are not ordered by language code',
+    edits: [{ file: 'src/content/queries.ts', find: 'order by t.language_code collate "C"', replace: 'order by t.language_code desc' }],
+    tests: FIELDS,
+  },
+  {
+    id: 'fields-alternates-not-loaded',
+    regression: 'C44/C45: fields=alternates without include=alternates gives items without them',
+    edits: [{ file: 'src/content/parameters.ts', find: "alternates: query.include !== undefined || (fields?.includes('alternates') ?? false)", replace: 'alternates: query.include !== undefined' }],
+    tests: FIELDS,
+  },
+  {
+    id: 'fields-order',
+    regression: 'C44: items keep the keys in the order fields names them, not in their usual order',
+    edits: [
+      { file: 'src/content/parameters.ts', find: 'return named.size === 0 ? null : itemKeys.filter((key) => named.has(key))', replace: 'return named.size === 0 ? null : [...named]' },
+      { file: 'src/content/map-item.ts', find: 'for (const [key, value] of Object.entries(item)) if (fields.includes(key)) selected[key] = value', replace: 'for (const key of fields) if (Object.hasOwn(item, key)) selected[key] = (item as Record<string, unknown>)[key]' },
+    ],
+    tests: FIELDS,
+  },
+  {
+    id: 'fields-before-chain',
+    regression: 'C44: the selection applies to the items before the filter chain, so keys the callbacks add are not selected out',
+    edits: [
+      { file: 'src/content/routes.ts', find: 'const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))', replace: 'const items = selectFields(answer.rows.map((row) => toItem(row, config.mediaBaseUrl)), fields)' },
+      { file: 'src/content/routes.ts', find: 'envelope(selectFields(filtered, fields), answer.meta)', replace: 'envelope(filtered, answer.meta)' },
+    ],
+    tests: FIELDS,
+  },
+  {
+    id: 'fields-cache-key',
+    regression: 'C44/C35: the cache key leaves out fields and include: two selections share one answer',
+    edits: [
+      { file: 'src/content/routes.ts', find: 'countByScan, filters, shape]', replace: 'countByScan, filters]' },
+      { file: 'src/content/routes.ts', find: "[slug, shape], () =>", replace: '[slug], () =>' },
+    ],
+    tests: FIELDS,
+  },
+  {
+    id: 'fields-link',
+    regression: 'C44/C43: Link URLs drop fields: the next page has whole items',
+    edits: [{ file: 'src/content/content-answer.ts', find: "    if (shape.fields !== null) set('fields', shape.fields.join(','))\n", replace: '' }],
+    tests: FIELDS,
   },
 ]
