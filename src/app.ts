@@ -1,10 +1,8 @@
 import { Elysia } from 'elysia'
-import type { ContentCache } from './cache/content-cache'
 import type { Config } from './config'
-import type { ContentAnswer } from './content/content-answer'
 import type { Sql } from './db/connect'
 import type { LiveCountCheck } from './content/live-count-check'
-import { AnswerSlot, type PreparedAnswer } from './content/answer-slot'
+import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
@@ -21,7 +19,7 @@ export interface AppDependencies {
   /** The filter hook's callbacks; none by default. */
   filters?: FilterRegistry
   /** The response cache (C35); without it every answer is loaded (X-Cache: BYPASS). */
-  cache?: ContentCache<ContentAnswer, PreparedAnswer>
+  cache?: AnswerCache
   /** Which types' live entries are counted one by one, their kept count having drifted (C18); none without it. */
   liveCounts?: LiveCountCheck
 }

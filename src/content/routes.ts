@@ -8,7 +8,7 @@ import { createFilterContext, headersRead, type RequestReads } from '../hooks/co
 import type { FilterContext } from '../hooks/extension'
 import { deepFreeze, toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
-import type { AnswerSlot, PreparedAnswer } from './answer-slot'
+import type { AnswerSlot, PreparedAnswer } from '../cache/answer-slot'
 import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer } from './content-answer'
 import { toItem } from './map-item'
 import { readLanguage, readListFilters, readListStart, readSlug, readType, type ListFilters } from './parameters'
@@ -25,7 +25,7 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
  * Each request reads top to bottom: parameters → the answer (from the cache, or one
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache, liveCounts }: AppDependencies, slot: AnswerSlot) {
+export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), liveCounts }: AppDependencies, slot: AnswerSlot) {
   const publicUrl = new URL(config.publicUrl).origin
   const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
   const answerOptions = (type: string, lang: string | undefined) => ({
@@ -38,18 +38,10 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     lang,
   })
 
-  /**
-   * The cache's slot, keyed by route, type, resolved language and the rest of
-   * the request (C35). Without a cache (CACHE=off) every answer is loaded, and says BYPASS.
-   */
+  /** The cache's slot, keyed by route, type, resolved language and the rest of the request (C35). */
   async function readAnswer(route: string, type: string, lang: string | undefined, rest: unknown[], load: () => Promise<Loaded<ContentAnswer>>): Promise<CachedRead<ContentAnswer>> {
-    if (cache) {
-      const language = cache.resolveLanguage(lang)
-      return cache.read(JSON.stringify([route, type, language, ...rest]), language, load)
-    }
-    const startedAt = performance.now()
-    const loaded = await load()
-    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
+    const language = slot.resolveLanguage(lang)
+    return slot.read([route, type, language, ...rest], language, load)
   }
 
   /**
@@ -72,12 +64,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
   async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>): Promise<Response> {
     const { output, reads } = await prepare(request, route, read.value)
-    const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
-    // The framework adds what it set when the response lacks it: a 304 has no type.
-    if (response.status === 304) delete set.headers['content-type']
-    // The log line says what was sent (a 404 answer, a 304), as a hit's does.
-    set.status = response.status
-    return response
+    return slot.send(request, set, read, output, reads)
   }
 
   return new Elysia({ name: 'content-routes' })

@@ -316,7 +316,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'variant-keeps-volatile',
     regression: 'C38: the output of a volatile callback is kept and served again',
-    edits: [{ file: 'src/content/answer-slot.ts', find: 'if (read.place !== null && !reads?.volatile) {', replace: 'if (read.place !== null) {' }],
+    edits: [{ file: 'src/cache/answer-slot.ts', find: 'if (read.place !== null && !reads?.volatile) {', replace: 'if (read.place !== null) {' }],
     tests: [CACHE],
   },
   {
