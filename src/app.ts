@@ -4,6 +4,7 @@ import type { Sql } from './db/connect'
 import type { LiveCountCheck } from './content/live-count-check'
 import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
+import { discoveryRoutes } from './discovery/routes'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
 import { buildOpenApiDocument } from './docs/openapi-document'
@@ -51,6 +52,7 @@ export function createApp(dependencies: AppDependencies): App {
     .use(apiDocumentation(document))
     .use(healthRoutes(dependencies))
     .use(contentRoutes({ ...dependencies, filters }, slot))
+    .use(discoveryRoutes(dependencies, slot))
   const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
   return { fetch, handle: async (request) => fetch(request) }
 }

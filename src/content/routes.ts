@@ -1,8 +1,7 @@
 import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
-import { methodNotAllowed, notFound } from '../http/errors'
-import { ALLOWED_METHODS } from '../http/response-headers'
+import { markUndecodable, rejectMethod } from '../http/api-route'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
 import type { FilterContext } from '../hooks/extension'
@@ -107,18 +106,4 @@ function checkCursorOrder(start: ListStart, filters: ListFilters): void {
   if (!start.cursor) return
   const byRelevance = filters.search !== null && filters.order === 'relevance'
   if ((start.cursor.position.rank !== undefined) !== byRelevance) throw badRequest('The after parameter is not a valid cursor.')
-}
-
-/**
- * Elysia hands over a path segment that is not valid percent-encoding as null.
- * It becomes NUL, a value that matches nothing, so that such a type is an
- * unknown type (C5) and such a slug is "Not found." after the type check (C20).
- */
-function markUndecodable({ params }: { params: Record<string, string | null> }): void {
-  for (const name of Object.keys(params)) params[name] ??= '\u0000'
-}
-
-/** C3: any method but GET, HEAD and OPTIONS on an API path. */
-function rejectMethod(request: Request): never {
-  throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOWED_METHODS)
 }
