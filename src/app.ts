@@ -5,8 +5,10 @@ import type { LiveCountCheck } from './content/live-count-check'
 import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
 import { discoveryRoutes } from './discovery/routes'
+import { demoMedia } from './demo/media'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
+import { apiIndex } from './docs/api-index'
 import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
@@ -42,7 +44,7 @@ export interface App {
 export function createApp(dependencies: AppDependencies): App {
   const { config, filters = new FilterRegistry() } = dependencies
   // Built here, once: from this app's settings and extensions, never from what it served.
-  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema })
+  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia })
   const slot = new AnswerSlot(dependencies)
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
@@ -50,9 +52,11 @@ export function createApp(dependencies: AppDependencies): App {
     .use(requestPolicy(dependencies.log, config.cacheMaxAge))
     .use(corsPolicy(config))
     .use(apiDocumentation(document))
+    .use(apiIndex(document, config.publicUrl, slot))
     .use(healthRoutes(dependencies))
     .use(contentRoutes({ ...dependencies, filters }, slot))
     .use(discoveryRoutes(dependencies, slot))
+    .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
   const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
   return { fetch, handle: async (request) => fetch(request) }
 }
