@@ -32,6 +32,8 @@ const COUNTS = 'test/live-entry-counts.test.ts'
 const CACHE = 'test/cache.test.ts'
 const FILTERS = ['test/list-filters.test.ts']
 const LANES = 'test/heavy-lane.test.ts'
+const DISCOVERY_TOTALS = 'test/discovery-totals.test.ts'
+const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -422,5 +424,42 @@ export const MUTANTS: Mutant[] = [
     regression: 'C47: the heavy lane lets every heavy statement run at once',
     edits: [{ file: 'src/db/lanes.ts', find: 'if (this.running < this.settings.slots && this.waiting.length === 0)', replace: 'if (true)' }],
     tests: [LANES],
+  },
+  // C46: discovery.
+  {
+    id: 'terms-embargoed',
+    regression: 'C46/C2: term totals count embargoed entries (the kept rows are summed past now())',
+    edits: [{ file: 'src/discovery/statements.ts', find: "          and d.content_type_id in (${keptTypes})\n          and d.live_from <= now()", replace: "          and d.content_type_id in (${keptTypes})\n          and d.live_from is not null" }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-namesakes',
+    regression: "C46/C40: a term whose slug another term of its taxonomy shares shows its own count, not the filtered list's meta.total",
+    edits: [{ file: 'src/discovery/statements.ts', find: 'when exists (${namesakes} and o.id <> p.id) then (', replace: 'when false then (' }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-go-live',
+    regression: 'C46/C36: a cached term list outlives the next go-live of its types',
+    edits: [{ file: 'src/discovery/discovery-answer.ts', find: 'type === null ? ANY_TYPE : result.typeId, result.goLiveInSeconds)', replace: 'type === null ? ANY_TYPE : result.typeId, null)' }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'any-type-kept',
+    regression: 'C36/C46: an answer that counts every type (terms without type, content types) survives a write to one type',
+    edits: [{ file: 'src/cache/answer-store.ts', find: 'if (answer.typeId === ANY_TYPE || (answer.typeId !== null && typeIds.has(answer.typeId)))', replace: 'if (answer.typeId !== null && answer.typeId !== ANY_TYPE && typeIds.has(answer.typeId))' }],
+    tests: [DISCOVERY_ROUTES],
+  },
+  {
+    id: 'media-traversal',
+    regression: 'C46: /media serves any file the decoded path names, .. included',
+    edits: [{ file: 'src/demo/media.ts', find: "const file = files.get(pathname.slice('/media/'.length))", replace: "const file = { path: join(directory, decodeURIComponent(pathname.slice('/media/'.length))), type: 'image/jpeg' }" }],
+    tests: [DISCOVERY_ROUTES],
+  },
+  {
+    id: 'media-with-database-url',
+    regression: 'C46: the demo images are served with a DATABASE_URL of yours too',
+    edits: [{ file: 'src/config.ts', find: ": readText(env, 'DATABASE_URL') === undefined,", replace: ': true,' }],
+    tests: [DISCOVERY_ROUTES],
   },
 ]
