@@ -26,7 +26,7 @@ export interface SlotAnswer {
 export type AnswerCache = ContentCache<SlotAnswer, PreparedAnswer>
 
 /** What a route's handler is given to set the response's status and headers with (Elysia's `set`). */
-interface ResponseSettings {
+export interface ResponseSettings {
   headers: Record<string, unknown>
   status?: unknown
 }

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
-import { renderedOutput, type AnswerSlot } from '../cache/answer-slot'
+import { renderedOutput, type AnswerSlot, type ResponseSettings } from '../cache/answer-slot'
 import { ANY_LANGUAGE, type CachedRead } from '../cache/content-cache'
 import { readPagination, readType } from '../content/parameters'
 import { DEEP_OFFSET } from '../content/queries'
@@ -24,8 +24,7 @@ export const TERMS_PATH = '/api/v1/taxonomies/:taxonomy/terms'
  */
 export function discoveryRoutes({ sql, config, liveCounts }: AppDependencies, slot: AnswerSlot) {
   const timeoutMs = config.databaseTimeoutMs
-  type Set = Parameters<AnswerSlot['send']>[1]
-  const respond = (request: Request, set: Set, read: CachedRead<DiscoveryAnswer>) => slot.send(request, set, read, renderedOutput(read.value), null)
+  const respond = (request: Request, set: ResponseSettings, read: CachedRead<DiscoveryAnswer>) => slot.send(request, set, read, renderedOutput(read.value), null)
 
   return new Elysia({ name: 'discovery-routes' })
     .get(LANGUAGES_PATH, async ({ request, set }) => respond(request, set, await slot.read(['languages'], ANY_LANGUAGE, () => loadLanguagesAnswer({ sql, timeoutMs }))))
