@@ -1,14 +1,15 @@
 import { Elysia } from 'elysia'
-import type { ContentCache } from './cache/content-cache'
 import type { Config } from './config'
-import type { ContentAnswer } from './content/content-answer'
 import type { Sql } from './db/connect'
 import type { LiveCountCheck } from './content/live-count-check'
-import { AnswerSlot, type PreparedAnswer } from './content/answer-slot'
+import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
 import { syncRoutes } from './changes/routes'
+import { discoveryRoutes } from './discovery/routes'
+import { demoMedia } from './demo/media'
 import { corsPolicy } from './http/cors'
 import { apiDocumentation } from './docs/openapi'
+import { apiIndex } from './docs/api-index'
 import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
@@ -22,7 +23,7 @@ export interface AppDependencies {
   /** The filter hook's callbacks; none by default. */
   filters?: FilterRegistry
   /** The response cache (C35); without it every answer is loaded (X-Cache: BYPASS). */
-  cache?: ContentCache<ContentAnswer, PreparedAnswer>
+  cache?: AnswerCache
   /** Which types' live entries are counted one by one, their kept count having drifted (C18); none without it. */
   liveCounts?: LiveCountCheck
 }
@@ -44,7 +45,7 @@ export interface App {
 export function createApp(dependencies: AppDependencies): App {
   const { config, filters = new FilterRegistry() } = dependencies
   // Built here, once: from this app's settings and extensions, never from what it served.
-  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema })
+  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia })
   const slot = new AnswerSlot(dependencies)
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
@@ -52,9 +53,12 @@ export function createApp(dependencies: AppDependencies): App {
     .use(requestPolicy(dependencies.log, config.cacheMaxAge))
     .use(corsPolicy(config))
     .use(apiDocumentation(document))
+    .use(apiIndex(document, config.publicUrl, slot))
     .use(healthRoutes(dependencies))
     .use(contentRoutes({ ...dependencies, filters }, slot))
     .use(syncRoutes({ ...dependencies, filters }, slot))
+    .use(discoveryRoutes(dependencies, slot))
+    .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
   const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
   return { fetch, handle: async (request) => fetch(request) }
 }

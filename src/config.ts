@@ -55,6 +55,12 @@ export interface Config {
   workers: number
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
   isWorker: boolean
+  /**
+   * Serve the demo's images under /media (src/demo/media): the service runs its
+   * embedded database, which holds the demo content (no DATABASE_URL); a worker
+   * hears it from its supervisor (VITRINE_DEMO_MEDIA). Never with a database of yours.
+   */
+  demoMedia: boolean
 }
 
 /** A setting with a bad value; its message names the variable. */
@@ -100,6 +106,7 @@ export function loadConfig(env: Env): Config {
     syncRetentionDays: readInteger(env, 'SYNC_RETENTION_DAYS', 30, 1, 3650),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
+    demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,
   }
 }
 

@@ -2,8 +2,7 @@ import { isIPv6 } from 'node:net'
 import { createApp } from './app'
 import { listenForChanges, type ChangeListener } from './cache/change-listener'
 import { ContentCache } from './cache/content-cache'
-import type { ContentAnswer } from './content/content-answer'
-import type { PreparedAnswer } from './content/answer-slot'
+import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
@@ -41,7 +40,7 @@ runCommand(async () => {
       return await superviseWorkers(settings, log, target)
     }
     // C35/C36: answers from memory while the database's change notifications are heard.
-    const cache = settings.cache ? new ContentCache<ContentAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
+    const cache = settings.cache ? new ContentCache<SlotAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
     listener = cache && listenForChanges(settings.databaseListenUrl ?? target.url, cache, { timeoutMs: settings.databaseTimeoutMs, log })
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))

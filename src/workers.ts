@@ -6,6 +6,8 @@ import type { Logger } from './log'
 
 /** Set in the environment of the processes `superviseWorkers` starts; read by config.ts. */
 export const WORKER_VARIABLE = 'VITRINE_WORKER'
+/** Set with it: the supervisor runs the embedded database, so the workers serve the demo's images (config.ts). */
+export const DEMO_MEDIA_VARIABLE = 'VITRINE_DEMO_MEDIA'
 
 /**
  * WORKERS=n (n > 1): this process prepares the database once (the embedded
@@ -17,7 +19,8 @@ export const WORKER_VARIABLE = 'VITRINE_WORKER'
  */
 export async function superviseWorkers(config: Config, log: Logger, target: DatabaseTarget): Promise<void> {
   const port = claimPort(config.host, config.port)
-  const env = { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url }
+  // The workers get the embedded database's URL: whether it is the embedded one (the demo's images served) is said apart.
+  const env = { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url, [DEMO_MEDIA_VARIABLE]: target.embedded ? '1' : '0' }
   const workers = new Set<Subprocess>()
   let stopping = false
   const start = (index: number) => {

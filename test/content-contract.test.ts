@@ -100,7 +100,8 @@ describe('paths and methods', () => {
   })
 
   test('C4: any other path is 404 Not found, and every response is JSON with charset', async () => {
-    for (const path of ['/', '/api', '/api/v1', '/api/v1/content', '/api/v2/content/post', '/api/v1/content/post/a/b']) {
+    // `/` (a redirect to /docs) and `/api/v1` (the index) are routes of C46.
+    for (const path of ['/index.html', '/api', '/api/v1/nope', '/api/v1/content', '/api/v2/content/post', '/api/v1/content/post/a/b', '/api/v1/taxonomies/tag']) {
       const response = await api.get(path)
       expect([path, response.status, response.body]).toEqual([path, 404, { error: 'Not found.' }])
     }

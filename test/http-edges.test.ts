@@ -64,7 +64,7 @@ describe('bun run start survives what once stopped it', () => {
     try {
       const servicePort = Number(new URL(service.url).port)
       expect((await rawRequest(servicePort, `CONNECT 127.0.0.1:${servicePort} HTTP/1.1\r\nHost: x\r\n\r\n`)).statuses).toEqual([400])
-      expect((await rawRequest(servicePort, 'GET / HTTP/1.0\r\n\r\n')).statuses).toEqual([404])
+      expect((await rawRequest(servicePort, 'GET / HTTP/1.0\r\n\r\n')).statuses).toEqual([302])
       expect((await rawRequest(servicePort, 'GET /api/v1/content/post/hello HTTP/1.0\r\n\r\n')).statuses).toEqual([200])
       expect(service.process.exitCode).toBeNull()
       expect(service.output()).not.toContain('unhandled')

@@ -86,13 +86,29 @@ function generateRequests(seed: number, count: number): GeneratedRequest[] {
       const page = maybe([undefined, undefined, '1', '2', '3', '40', '0', 'x', '1.5'])
       const perPage = maybe([undefined, undefined, '1', '5', '20', '100', '500', '0', '-1', 'abc'])
       requests.push({ method: 'get', template: '/api/v1/content/{type}', url: `/api/v1/content/${type}${query({ page, per_page: perPage, lang, fields, include })}`, headers })
-    } else if (kind < 0.85) {
+    } else if (kind < 0.75) {
       const slug = rng.pick([...slugs, 'nope', 'a%2Fb', '%E0%A4%A'])
       requests.push({ method: 'get', template: '/api/v1/content/{type}/{slug}', url: `/api/v1/content/${type}/${slug}${query({ lang, fields, include })}`, headers })
-    } else if (kind < 0.95) {
+    } else if (kind < 0.85) {
       const method = rng.pick(['post', 'put', 'patch', 'delete'])
       const [template, url] = rng.pick([['/api/v1/content/{type}', `/api/v1/content/${type}`], ['/api/v1/content/{type}/{slug}', `/api/v1/content/${type}/${rng.pick(slugs)}`]])
       requests.push({ method, template, url, headers })
+    } else if (kind < 0.9) {
+      // C46: the discovery routes, with every answer they give.
+      const taxonomy = rng.pick(['tag', 'category', 'nope'])
+      const page = maybe([undefined, '1', '2', '0', 'x'])
+      const perPage = maybe([undefined, '1', '500', '-1'])
+      const termType = maybe([undefined, ...TYPES, 'nope'])
+      const terms = `/api/v1/taxonomies/${taxonomy}/terms${query({ type: termType, page, per_page: perPage })}`
+      const [template, url] = rng.pick([
+        ['/api/v1/taxonomies/{taxonomy}/terms', terms],
+        ['/api/v1/taxonomies/{taxonomy}/terms', terms],
+        ['/api/v1/languages', '/api/v1/languages'],
+        ['/api/v1/content-types', '/api/v1/content-types'],
+        ['/api/v1/taxonomies', '/api/v1/taxonomies'],
+        ['/api/v1', '/api/v1'],
+      ])
+      requests.push({ method: 'get', template, url, headers })
     } else {
       const path = rng.pick(['/healthz', '/readyz'])
       requests.push({ method: 'get', template: path, url: path, headers })
@@ -111,7 +127,7 @@ async function checkCorpus(api: TestApp, seed: number) {
     const response = await api.get(request.url, { method: request.method.toUpperCase(), headers: request.headers })
     statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
     for (const problem of check(request.method, request.template, response)) problems.push(`${request.method.toUpperCase()} ${request.url}: ${problem}`)
-    if (response.status === 200 && request.template.startsWith('/api/')) items.push(...[response.body.data].flat())
+    if (response.status === 200 && request.template.startsWith('/api/v1/content/')) items.push(...[response.body.data].flat())
   }
   return { problems, statuses, items }
 }

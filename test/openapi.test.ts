@@ -94,7 +94,11 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
   })
 
   test('named component schemas; the item is exactly C12 (and alternates when asked, C45), closed', () => {
-    expect(Object.keys(document.components.schemas)).toEqual(['ContentItem', 'ContentItemFields', 'Author', 'FeaturedImage', 'Term', 'Alternate', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage', 'Error', 'Status'])
+    expect(Object.keys(document.components.schemas)).toEqual([
+      'ContentItem', 'ContentItemFields', 'Author', 'FeaturedImage', 'Term', 'Alternate', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage',
+      'Language', 'LanguageList', 'ContentTypeSummary', 'ContentTypeList', 'Taxonomy', 'TaxonomyList', 'TermSummary', 'TermList', 'ApiIndex',
+      'Error', 'Status',
+    ])
     const item = document.components.schemas.ContentItem
     expect(item.required).toEqual(C12_KEYS)
     expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates'])
@@ -184,7 +188,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(document.components.responses.NotModified.content).toBeUndefined()
     expect(Object.keys(document.components.responses.NotModified.headers)).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
     for (const path of [LIST, SHOW]) {
-      expect(Object.keys(document.paths[path])).toEqual(['parameters', 'get', 'post', 'put', 'patch', 'delete'])
+      expect(Object.keys(document.paths[path])).toEqual(['parameters', 'get', 'head', 'options', 'post', 'put', 'patch', 'delete'])
       for (const method of ['post', 'put', 'patch', 'delete']) {
         expect(document.paths[path][method].responses).toEqual({ '405': { $ref: '#/components/responses/MethodNotAllowed' } })
       }
@@ -194,7 +198,10 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
   })
 
   test('response headers are documented: request id, Vary, Retry-After, Allow and the caching headers of C32–C34', () => {
-    expect(Object.keys(document.components.headers)).toEqual(['X-Request-Id', 'Vary', 'Retry-After', 'Allow', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Link', 'Age'])
+    expect(Object.keys(document.components.headers)).toEqual([
+      'X-Request-Id', 'Vary', 'Retry-After', 'Allow', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Link', 'Age',
+      'Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age', 'Location',
+    ])
     const names = (response: any) => Object.keys(response.headers)
     expect(names(document.paths[LIST].get.responses['200'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age', 'Link'])
     expect(names(document.paths[SHOW].get.responses['404'])).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])

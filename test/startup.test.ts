@@ -28,6 +28,17 @@ describe('bun run start without DATABASE_URL', () => {
     const imageUrls = posts.body.data.flatMap((item: any) => (item.featured_image ? [item.featured_image.url] : []))
     expect(imageUrls.filter((url: string) => url.includes('/uploads/')).length).toBeGreaterThan(0)
     for (const url of imageUrls) expect(url).toMatch(new RegExp(`^(${first.url}/media/uploads/|https://images\\.example\\.com/)`))
+    // The demo's images are served, every size of every one the demo content names (C15, C46).
+    const sizes = posts.body.data.flatMap((item: any) => (item.featured_image ? Object.values(item.featured_image) : [])) as string[]
+    for (const url of sizes.filter((url) => url.startsWith(first.url))) {
+      const image = await fetch(url)
+      expect([url, image.status, image.headers.get('content-type')]).toEqual([url, 200, 'image/jpeg'])
+    }
+    // A tag list with counts shows something; a browser opening the service lands on the reference.
+    const tags = await getJson(`${first.url}/api/v1/taxonomies/tag/terms`)
+    expect(tags.body.data.length).toBeGreaterThan(3)
+    expect(tags.body.data.every((term: any) => term.total > 0)).toBe(true)
+    expect((await fetch(`${first.url}/`, { redirect: 'manual' })).headers.get('location')).toBe('/docs')
     expect(first.output()).toContain('loaded the demo content')
     expect(await first.stop('SIGTERM')).toBe(0)
 

@@ -4,12 +4,19 @@
  * size, the content type it belongs to, and the moment it stops being true
  * (the type's next go-live).
  */
+
+/** An answer that counts the entries of every content type (the discovery routes): a change of any type drops it. */
+export const ANY_TYPE = 'any'
+
+/** What an answer depends on: one content type's id, every type (ANY_TYPE), or none but everything (null). */
+export type AnswerTypes = number | typeof ANY_TYPE | null
+
 export interface StoredAnswer<Value> {
   value: Value
   /** An estimate of the memory it holds, in bytes. */
   bytes: number
-  /** The content type's id, or null when the type does not exist (dropped only by a change of everything). */
-  typeId: number | null
+  /** The content type's id; ANY_TYPE; or null when the type does not exist (dropped only by a change of everything). */
+  typeId: AnswerTypes
   /** performance.now() when it was stored. */
   storedAt: number
   /** performance.now() at which it stops being true (the next go-live of its type), or Infinity. */
@@ -70,10 +77,10 @@ export class AnswerStore<Value> {
     return this.holds(key, answer)
   }
 
-  /** Drops the answers of these content types (a type that does not exist changes only with everything). */
+  /** Drops the answers of these content types and of every type (a type that does not exist changes only with everything). */
   dropTypes(typeIds: ReadonlySet<number>): void {
     for (const [key, answer] of this.#answers) {
-      if (answer.typeId !== null && typeIds.has(answer.typeId)) this.#remove(key, answer)
+      if (answer.typeId === ANY_TYPE || (answer.typeId !== null && typeIds.has(answer.typeId))) this.#remove(key, answer)
     }
   }
 

@@ -1,4 +1,4 @@
-import { AnswerStore, type StoredAnswer } from './answer-store'
+import { ANY_TYPE, AnswerStore, type AnswerTypes, type StoredAnswer } from './answer-store'
 import type { Change, ChangeHandlers, LanguageSet } from './change-listener'
 import { Variants } from './variants'
 
@@ -11,6 +11,9 @@ const TARGETS_PER_ANSWER = 16
 /** What a kept request target costs besides its characters. */
 const TARGET_BYTES = 96
 
+/** The language of an answer that has none (the discovery routes): kept whatever languages are configured. */
+export const ANY_LANGUAGE = '*'
+
 /** Whether the service's cache answered (C34). */
 export type CacheStatus = 'HIT' | 'MISS' | 'BYPASS'
 
@@ -19,8 +22,8 @@ export interface Loaded<Value> {
   value: Value
   /** An estimate of the memory the value holds. */
   bytes: number
-  /** The content type the answer belongs to; null when it does not exist. */
-  typeId: number | null
+  /** The content type the answer belongs to; ANY_TYPE when it counts every type's entries; null when it depends on no type (a type that does not exist). */
+  typeId: AnswerTypes
   /** Milliseconds until the type's next go-live, from the start of the statement (C36); Infinity when none. */
   expiresInMs: number
   /** The language the database resolved; the answer is kept only under the key of that language. */
@@ -75,6 +78,8 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
   #epoch = 0
   #everythingChangedAt = 0
   #typeChangedAt = new Map<number, number>()
+  /** The epoch of the latest change of any content type. */
+  #anyTypeChangedAt = 0
   #listening = false
   #languages: LanguageSet | null = null
   #inFlight = new Map<string, { epoch: number; read: Promise<CachedRead<Value>> }>()
@@ -100,9 +105,16 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
   /**
    * The answer under `key` from memory, or from `load` (once for all concurrent
    * misses), kept when nothing it depends on changed while it was computed.
-   * `language` is the key's resolved language; null bypasses the cache.
+   * `language` is the key's resolved language (ANY_LANGUAGE for an answer
+   * that has none); null bypasses the cache. A key names one kind of answer
+   * (it starts with its route), so the value kept under it is of the kind
+   * `load` makes.
    */
-  async read(key: string, language: string | null, load: () => Promise<Loaded<Value>>): Promise<CachedRead<Value>> {
+  async read<Kind extends Value>(key: string, language: string | null, load: () => Promise<Loaded<Kind>>): Promise<CachedRead<Kind>> {
+    return (await this.#read(key, language, load)) as CachedRead<Kind>
+  }
+
+  async #read(key: string, language: string | null, load: () => Promise<Loaded<Value>>): Promise<CachedRead<Value>> {
     if (language === null || !this.#listening) {
       const startedAt = performance.now()
       const loaded = await load()
@@ -130,7 +142,8 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
     const startedAt = performance.now()
     const loaded = await load()
     const expiresAt = startedAt + loaded.expiresInMs
-    const changed = Math.max(this.#everythingChangedAt, loaded.typeId === null ? 0 : (this.#typeChangedAt.get(loaded.typeId) ?? 0))
+    const typeChangedAt = loaded.typeId === null ? 0 : loaded.typeId === ANY_TYPE ? this.#anyTypeChangedAt : (this.#typeChangedAt.get(loaded.typeId) ?? 0)
+    const changed = Math.max(this.#everythingChangedAt, typeChangedAt)
     let place: Place<Value, Output> | null = null
     if (changed <= epoch && this.#listening && loaded.language === language) {
       const kept = { value: loaded.value, variants: new Variants<Output>(VARIANTS_PER_ANSWER, this.maxBytes * VARIANTS_SHARE), targets: [] }
@@ -201,6 +214,7 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
     if (change.table === 'languages') this.#languages = null
     if (change.typeIds === 'all') return this.#everythingChanged()
     this.#epoch++
+    this.#anyTypeChangedAt = this.#epoch
     for (const typeId of change.typeIds) this.#typeChangedAt.set(typeId, this.#epoch)
     this.#store.dropTypes(change.typeIds)
   }

@@ -1,12 +1,12 @@
 import { Elysia, t } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
-import type { AnswerSlot, PreparedAnswer } from '../content/answer-slot'
+import type { AnswerSlot, PreparedAnswer } from '../cache/answer-slot'
 import { render, type ContentAnswer } from '../content/content-answer'
 import { toItem } from '../content/map-item'
 import { readLanguage, readPositiveInteger, readType } from '../content/parameters'
-import { markUndecodable, rejectMethod } from '../content/routes'
 import { TypeParams } from '../content/schemas'
+import { markUndecodable, rejectMethod } from '../http/api-route'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
 import { deepFreeze, toEntryModel } from '../hooks/model'
@@ -30,19 +30,14 @@ const DAY_MS = 86_400_000
  * Items are the list's, and callbacks see the list's route name: a copy kept
  * by sync holds what the lists show.
  */
-export function syncRoutes({ sql, config, filters = new FilterRegistry(), cache, log, liveCounts }: AppDependencies, slot: AnswerSlot) {
+export function syncRoutes({ sql, config, filters = new FilterRegistry(), log, liveCounts }: AppDependencies, slot: AnswerSlot) {
   const publicUrl = new URL(config.publicUrl).origin
   const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
 
   /** The cache's slot (C35), keyed by type, resolved language, page size and token: the token names the page. */
   async function readAnswer(type: string, lang: string | undefined, key: unknown[], load: () => Promise<Loaded<ContentAnswer>>): Promise<CachedRead<ContentAnswer>> {
-    if (cache) {
-      const language = cache.resolveLanguage(lang)
-      return cache.read(JSON.stringify(['sync', type, language, ...key]), language, load)
-    }
-    const startedAt = performance.now()
-    const loaded = await load()
-    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
+    const language = slot.resolveLanguage(lang)
+    return slot.read(['sync', type, language, ...key], language, load)
   }
 
   /** The chain over the page's items (C24–C31), then the sync envelope. */
@@ -73,10 +68,7 @@ export function syncRoutes({ sql, config, filters = new FilterRegistry(), cache,
           loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, withModel: !filters.isEmpty, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token })
         const read = await readAnswer(type, lang, [perPage, query.token ?? null], load)
         const { output, reads } = await prepare(request, read.value)
-        const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
-        if (response.status === 304) delete set.headers['content-type']
-        set.status = response.status
-        return response
+        return slot.send(request, set, read, output, reads)
       },
       { transform: markUndecodable, params: TypeParams, query: SyncQuery },
     )

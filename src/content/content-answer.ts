@@ -218,11 +218,11 @@ function errorAnswer(message: string, type: string): { value: ContentAnswer; byt
  * in Japanese was a 500).
  * @example typeTag('日本') // 'type-%E6%97%A5%E6%9C%AC'
  */
-function typeTag(type: string): string {
+export function typeTag(type: string): string {
   return `type-${encodeURIComponent(type)}`
 }
 
 /** C36: an answer is true until its type's next go-live. */
-function expiresInMs(goLiveInSeconds: number | null): number {
+export function expiresInMs(goLiveInSeconds: number | null): number {
   return goLiveInSeconds === null ? Infinity : Math.max(0, goLiveInSeconds * 1000)
 }

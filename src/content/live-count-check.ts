@@ -43,6 +43,11 @@ export class LiveCountCheck {
     return this.#drifted.has(type)
   }
 
+  /** The types whose entries are counted one by one, by slug (byte order): what a count over every type must scan. */
+  driftedTypes(): string[] {
+    return [...this.#drifted.keys()].sort()
+  }
+
   /** Checks now, then every `intervalMs` (0: never again). */
   start(intervalMs: number): void {
     void this.check()

@@ -1,14 +1,13 @@
 import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
-import { methodNotAllowed, notFound } from '../http/errors'
-import { ALLOWED_METHODS } from '../http/response-headers'
+import { markUndecodable, rejectMethod } from '../http/api-route'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
 import type { FilterContext } from '../hooks/extension'
 import { deepFreeze, toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
-import type { AnswerSlot, PreparedAnswer } from './answer-slot'
+import type { AnswerSlot, PreparedAnswer } from '../cache/answer-slot'
 import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer } from './content-answer'
 import { selectFields, toItem } from './map-item'
 import { readItemShape, readLanguage, readListFilters, readListStart, readSlug, readType, type ItemShape, type ListFilters } from './parameters'
@@ -25,7 +24,7 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
  * Each request reads top to bottom: parameters → the answer (from the cache, or one
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), cache, liveCounts }: AppDependencies, slot: AnswerSlot) {
+export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), liveCounts }: AppDependencies, slot: AnswerSlot) {
   const publicUrl = new URL(config.publicUrl).origin
   const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
   // C44: the keys `fields` may name, in the item's order: the default ones, `alternates`, those the extensions declare.
@@ -41,18 +40,10 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     shape,
   })
 
-  /**
-   * The cache's slot, keyed by route, type, resolved language and the rest of
-   * the request (C35). Without a cache (CACHE=off) every answer is loaded, and says BYPASS.
-   */
+  /** The cache's slot, keyed by route, type, resolved language and the rest of the request (C35). */
   async function readAnswer(route: string, type: string, lang: string | undefined, rest: unknown[], load: () => Promise<Loaded<ContentAnswer>>): Promise<CachedRead<ContentAnswer>> {
-    if (cache) {
-      const language = cache.resolveLanguage(lang)
-      return cache.read(JSON.stringify([route, type, language, ...rest]), language, load)
-    }
-    const startedAt = performance.now()
-    const loaded = await load()
-    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
+    const language = slot.resolveLanguage(lang)
+    return slot.read([route, type, language, ...rest], language, load)
   }
 
   /**
@@ -76,12 +67,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
   async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>, shape: ItemShape): Promise<Response> {
     const { output, reads } = await prepare(request, route, read.value, shape.fields)
-    const response = slot.respond(request, String(set.headers['x-request-id']), read, output, reads)
-    // The framework adds what it set when the response lacks it: a 304 has no type.
-    if (response.status === 304) delete set.headers['content-type']
-    // The log line says what was sent (a 404 answer, a 304), as a hit's does.
-    set.status = response.status
-    return response
+    return slot.send(request, set, read, output, reads)
   }
 
   return new Elysia({ name: 'content-routes' })
@@ -126,18 +112,4 @@ function checkCursorOrder(start: ListStart, filters: ListFilters): void {
   if (!start.cursor) return
   const byRelevance = filters.search !== null && filters.order === 'relevance'
   if ((start.cursor.position.rank !== undefined) !== byRelevance) throw badRequest('The after parameter is not a valid cursor.')
-}
-
-/**
- * Elysia hands over a path segment that is not valid percent-encoding as null.
- * It becomes NUL, a value that matches nothing, so that such a type is an
- * unknown type (C5) and such a slug is "Not found." after the type check (C20).
- */
-export function markUndecodable({ params }: { params: Record<string, string | null> }): void {
-  for (const name of Object.keys(params)) params[name] ??= '\u0000'
-}
-
-/** C3: any method but GET, HEAD and OPTIONS on an API path. */
-export function rejectMethod(request: Request): never {
-  throw request.method === 'OPTIONS' ? notFound() : methodNotAllowed(ALLOWED_METHODS)
 }

@@ -5,16 +5,25 @@ import { DEFAULT_SYNC_PER_PAGE, MAX_SYNC_PER_PAGE } from '../changes/sync-answer
 import { SYNC_PATH } from '../changes/routes'
 import { EXPIRED_TOKEN, INVALID_TOKEN } from '../changes/sync-token'
 import { Alternate, Author, ErrorBody, FeaturedImage, ListMeta, Term, itemSelection, listBody, showBody, syncBody } from '../content/schemas'
+import { CONTENT_TYPES_PATH, LANGUAGES_PATH, TAXONOMIES_PATH, TERMS_PATH } from '../discovery/routes'
+import { ContentTypeList, ContentTypeSummary, Language, LanguageList, Taxonomy, TaxonomyList, TermList, TermSummary } from '../discovery/schemas'
 import { RESPONSE_HEADERS, type ResponseHeaderName } from '../http/response-headers'
+import { ApiIndex, DOCS_PATH, INDEX_PATH } from './api-index'
+import { DOCS_ASSETS, OPENAPI_PATH } from './openapi'
 
 export interface DocumentInputs {
   /** `PUBLIC_URL`: the document's one server. */
   publicUrl: string
   /** The item as the installed extensions declare it (FilterRegistry.itemSchema). */
   itemSchema: TObject
+  /** The demo's images are served under /media (config.demoMedia). */
+  demoMedia?: boolean
 }
 
 type Json = Record<string, unknown>
+
+/** The document as its readers below use it: paths, then methods, then operations. */
+export type OpenApiDocument = Json & { paths: Record<string, Json> }
 
 const ref = (kind: 'schemas' | 'parameters' | 'responses' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` })
 const json = (schema: unknown, extra: Json = {}) => ({ content: { 'application/json': { schema, ...extra } } })
@@ -33,6 +42,24 @@ const errorResponse = (description: string, messages: string[], headerNames: Res
 /** The methods an API path refuses (C3); TRACE and the rest do too, and are left out of the document. */
 const REFUSED_METHODS = ['post', 'put', 'patch', 'delete'] as const
 
+/** What a CORS preflight answer carries (C29). */
+const PREFLIGHT_ANSWER: ResponseHeaderName[] = [
+  'X-Request-Id',
+  'Vary',
+  'Access-Control-Allow-Origin',
+  'Access-Control-Allow-Methods',
+  'Access-Control-Max-Age',
+  'Access-Control-Allow-Headers',
+]
+
+type Operation = { operationId: string; tags: string[]; summary: string; parameters?: unknown[]; responses: Record<string, Json> } & Json
+
+/** A path parameter, which a path cannot hold empty (`/api/v1/content//x` is another path). */
+const pathParameter = (name: string, description: string, extra: Json = {}) => ({ name, in: 'path', required: true, description, schema: { type: 'string', minLength: 1, ...extra } })
+
+/** `listContent` → `ListContent`. */
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
+
 /**
  * The service's OpenAPI 3.1 document: the content item as the installed
  * extensions declare it, named component schemas, every status and header a
@@ -40,7 +67,7 @@ const REFUSED_METHODS = ['post', 'put', 'patch', 'delete'] as const
  * settings and extensions give the same bytes, whatever was served before.
  * @example JSON.stringify(buildOpenApiDocument({ publicUrl: 'https://cms.example.com', itemSchema: registry.itemSchema }))
  */
-export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs): Json {
+export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false }: DocumentInputs): OpenApiDocument {
   const selection = itemSelection(itemSchema)
   // C44: an answer's items are whole, or hold the keys `fields` named.
   const anyItem = Type.Union([itemSchema, selection])
@@ -56,23 +83,68 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
     ContentList: listBody(anyItem),
     ContentEntry: showBody(anyItem),
     SyncPage: syncBody(itemSchema),
+    Language,
+    LanguageList,
+    ContentTypeSummary,
+    ContentTypeList,
+    Taxonomy,
+    TaxonomyList,
+    TermSummary,
+    TermList,
+    ApiIndex,
     Error: ErrorBody,
     Status: Type.Object({ status: Type.String() }, { additionalProperties: false }),
   }
   const names = new Map<object, string>(Object.entries(schemas).map(([name, schema]) => [schema, name]))
   const contentHeaders = headers(...CONTENT_ANSWER)
-  const refusals = (resource: string) =>
+  const refusals = (resource: string, tag = 'content') =>
     Object.fromEntries(
       REFUSED_METHODS.map((method) => [
         method,
         {
           operationId: `${method}${resource}`,
-          tags: ['content'],
+          tags: [tag],
           summary: `${method.toUpperCase()} is not allowed: the API is read-only`,
           responses: { '405': ref('responses', 'MethodNotAllowed') },
         },
       ]),
     )
+  const responses = componentResponses()
+  /**
+   * Every path answers HEAD as its GET, without a body (C3), and OPTIONS as a
+   * CORS preflight (C29): both are operations of their own, so that a
+   * validating proxy (Stoplight Prism) lets them through.
+   */
+  const answered = (get: Operation): Json => ({
+    get,
+    head: {
+      operationId: `head${capitalized(get.operationId)}`,
+      tags: get.tags,
+      summary: `The headers of: ${get.summary.charAt(0).toLowerCase()}${get.summary.slice(1)}`,
+      ...(get.parameters ? { parameters: get.parameters } : {}),
+      responses: Object.fromEntries(Object.entries(get.responses).map(([status, response]) => [status, withoutBody(response, responses)])),
+    },
+    options: {
+      operationId: `preflight${capitalized(get.operationId)}`,
+      tags: get.tags,
+      summary: 'CORS preflight',
+      responses: { '204': { description: 'What a browser may send here (C29); no body.', headers: headers(...PREFLIGHT_ANSWER) } },
+    },
+  })
+  const answerOf = (description: string, schema: string) => ({ description, headers: contentHeaders, ...json(ref('schemas', schema)) })
+  const discoveryList = (operationId: string, summary: string, description: string, schema: string): Operation => ({
+    operationId,
+    tags: ['discovery'],
+    summary,
+    description,
+    parameters: [ref('parameters', 'IfNoneMatch')],
+    responses: {
+      '200': answerOf('The list, whole.', schema),
+      '304': ref('responses', 'NotModified'),
+      '500': ref('responses', 'InternalError'),
+      '503': ref('responses', 'ServiceUnavailable'),
+    },
+  })
 
   return {
     openapi: '3.1.0',
@@ -87,8 +159,9 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
         'may add fields or remove them through the filter hook `service/api/content-item`; each declares what it',
         'changes, and this document is built from those declarations when the service starts.',
         '',
-        'Every path also answers `HEAD` (the same status and headers as `GET`, no body) and `OPTIONS` (CORS',
-        'preflight). Responses vary by `lang` and by every request header an extension reads: see `Vary`.',
+        'Every path answers `HEAD` (the same status and headers as `GET`, no body) and `OPTIONS` (CORS',
+        'preflight): each is an operation of this document. Responses vary by `lang` and by every request header',
+        'an extension reads: see `Vary`. `GET /api/v1` lists every path with its URL.',
       ].join('\n'),
     },
     servers: [{ url: new URL(publicUrl).origin, description: 'This installation (PUBLIC_URL)' }],
@@ -96,12 +169,14 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
     tags: [
       { name: 'content', description: 'Published content entries' },
       { name: 'sync', description: 'Following changes: a copy of a type kept up to date (C48)' },
+      { name: 'discovery', description: "What the site is made of: languages, content types, taxonomies and terms, with live totals; the API's index" },
+      { name: 'documentation', description: 'This document, its reference page, and the way there' },
       { name: 'operations', description: 'Probes for orchestrators and load balancers' },
     ],
     paths: {
       [openApiPath(LIST_PATH)]: {
         parameters: [ref('parameters', 'ContentType')],
-        get: {
+        ...answered({
           operationId: 'listContent',
           'x-route-name': 'service.api.content.index',
           tags: ['content'],
@@ -133,12 +208,12 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
             '500': ref('responses', 'InternalError'),
             '503': ref('responses', 'ServiceUnavailable'),
           },
-        },
+        }),
         ...refusals('ContentList'),
       },
       [openApiPath(SHOW_PATH)]: {
         parameters: [ref('parameters', 'ContentType'), ref('parameters', 'Slug')],
-        get: {
+        ...answered({
           operationId: 'getContent',
           'x-route-name': 'service.api.content.show',
           tags: ['content'],
@@ -154,12 +229,12 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
             '500': ref('responses', 'InternalError'),
             '503': ref('responses', 'ServiceUnavailable'),
           },
-        },
+        }),
         ...refusals('Content'),
       },
       [openApiPath(SYNC_PATH)]: {
         parameters: [ref('parameters', 'ContentType')],
-        get: {
+        ...answered({
           operationId: 'syncContent',
           tags: ['sync'],
           summary: 'Sync a content type: every live entry, then what changed',
@@ -181,39 +256,133 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
             '500': ref('responses', 'InternalError'),
             '503': ref('responses', 'ServiceUnavailable'),
           },
-        },
-        ...refusals('Sync'),
+        }),
+        ...refusals('Sync', 'sync'),
       },
-      '/healthz': {
-        get: {
-          operationId: 'checkLiveness',
-          tags: ['operations'],
-          summary: 'Liveness: the process answers',
-          responses: { '200': { description: 'The process runs.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ok' } }) } },
-        },
+      [LANGUAGES_PATH]: {
+        ...answered(discoveryList('listLanguages', 'List the languages', "Every configured language, ordered by code; `is_default` marks the site's default (C46).", 'LanguageList')),
+        ...refusals('Languages', 'discovery'),
       },
-      '/readyz': {
-        get: {
-          operationId: 'checkReadiness',
-          tags: ['operations'],
-          summary: 'Readiness: the database answers and is migrated',
+      [CONTENT_TYPES_PATH]: {
+        ...answered(
+          discoveryList(
+            'listContentTypes',
+            'List the content types with their live totals',
+            'Every content type, ordered by slug, with the number of its live entries: `meta.total` of its list (C18, C46).',
+            'ContentTypeList',
+          ),
+        ),
+        ...refusals('ContentTypes', 'discovery'),
+      },
+      [TAXONOMIES_PATH]: {
+        ...answered(discoveryList('listTaxonomies', 'List the taxonomies', 'Every taxonomy (`category`, `tag`, …), ordered by slug (C46).', 'TaxonomyList')),
+        ...refusals('Taxonomies', 'discovery'),
+      },
+      [openApiPath(TERMS_PATH)]: {
+        parameters: [ref('parameters', 'Taxonomy')],
+        ...answered({
+          operationId: 'listTerms',
+          tags: ['discovery'],
+          summary: "List a taxonomy's terms with their live totals",
+          description:
+            'The terms that at least one live entry carries (of `type`, when given), ordered by name then id, each with the number of those entries: ' +
+            '`meta.total` of the list filtered by `term={taxonomy}:{slug}` (summed over the types without `type`). A term that only drafts, scheduled or ' +
+            'embargoed entries carry is absent, and appears at the second its first entry goes live (C46). `meta.total` counts the terms.',
+          parameters: [ref('parameters', 'TermType'), ref('parameters', 'Page'), ref('parameters', 'PerPage'), ref('parameters', 'IfNoneMatch')],
           responses: {
-            '200': { description: 'Ready to serve.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ready' } }) },
-            '503': errorResponse('The database cannot be reached, or has pending migrations.', ['The database is not reachable.'], [...EVERY_ANSWER, 'Retry-After']),
+            '200': answerOf('A page of terms; past the last page, `data` is empty.', 'TermList'),
+            '304': ref('responses', 'NotModified'),
+            '400': ref('responses', 'BadPagination'),
+            '404': errorResponse('`type` names no content type (checked first), or the taxonomy does not exist.', ['Content type not found.', 'Taxonomy not found.'], CONTENT_ANSWER),
+            '500': ref('responses', 'InternalError'),
+            '503': ref('responses', 'ServiceUnavailable'),
+          },
+        }),
+        ...refusals('Terms', 'discovery'),
+      },
+      [INDEX_PATH]: {
+        ...answered({
+          operationId: 'getApiIndex',
+          tags: ['discovery'],
+          summary: "The API's index",
+          description: "The service's name and version, and the URL of every path of this document, of this document and of /docs (C46).",
+          parameters: [ref('parameters', 'IfNoneMatch')],
+          responses: {
+            '200': { description: 'The index.', headers: contentHeaders, ...json(ref('schemas', 'ApiIndex')) },
+            '304': ref('responses', 'NotModified'),
+            '500': ref('responses', 'InternalError'),
+          },
+        }),
+        ...refusals('ApiIndex', 'discovery'),
+      },
+      '/': answered({
+        operationId: 'redirectToDocs',
+        tags: ['documentation'],
+        summary: 'Redirect to the reference at /docs',
+        responses: {
+          '302': {
+            description: 'The reference is at `Location` (C46).',
+            headers: headers(...EVERY_ANSWER, 'Location'),
+            ...json(Type.Object({ docs: Type.Literal(DOCS_PATH) }, { additionalProperties: false })),
           },
         },
+      }),
+      [OPENAPI_PATH]: answered({
+        operationId: 'getOpenApiDocument',
+        tags: ['documentation'],
+        summary: 'This document',
+        responses: { '200': { description: 'The OpenAPI 3.1 document, the same bytes on every request of an instance.', headers: headers(...EVERY_ANSWER), ...json({ type: 'object' }) } },
+      }),
+      [DOCS_PATH]: answered({
+        operationId: 'getDocs',
+        tags: ['documentation'],
+        summary: 'The interactive reference (Swagger UI) of this document',
+        responses: { '200': { description: 'An HTML page; its scripts and styles come from /docs/assets, never from another host.', headers: headers(...EVERY_ANSWER), content: { 'text/html': { schema: { type: 'string' } } } } },
+      }),
+      [`${DOCS_PATH}/assets/{file}`]: {
+        parameters: [pathParameter('file', 'One of the files of the reference page.', { enum: Object.keys(DOCS_ASSETS) })],
+        ...answered({
+          operationId: 'getDocsAsset',
+          tags: ['documentation'],
+          summary: "A script or style sheet of the reference page",
+          responses: {
+            '200': {
+              description: 'The file.',
+              headers: headers(...EVERY_ANSWER),
+              content: Object.fromEntries([...new Set(Object.values(DOCS_ASSETS))].map((type: string) => [type.split(';')[0], { schema: { type: 'string' } }])),
+            },
+            '404': errorResponse('No such file.', ['Not found.'], EVERY_ANSWER),
+          },
+        }),
       },
+      ...(demoMedia ? { '/media/uploads/{year}/{file}': demoMediaPath(answered) } : {}),
+      '/healthz': answered({
+        operationId: 'checkLiveness',
+        tags: ['operations'],
+        summary: 'Liveness: the process answers',
+        responses: { '200': { description: 'The process runs.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ok' } }) } },
+      }),
+      '/readyz': answered({
+        operationId: 'checkReadiness',
+        tags: ['operations'],
+        summary: 'Readiness: the database answers and is migrated',
+        responses: {
+          '200': { description: 'Ready to serve.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ready' } }) },
+          '503': errorResponse('The database cannot be reached, or has pending migrations.', ['The database is not reachable.'], [...EVERY_ANSWER, 'Retry-After']),
+        },
+      }),
     },
     components: {
       schemas: Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, referencing(schema, names, schema)])),
       parameters: {
-        ContentType: { name: 'type', in: 'path', required: true, description: 'A content type slug: `page`, `post`, or a custom type. Case-sensitive.', schema: { type: 'string' } },
-        Slug: {
-          name: 'slug',
-          in: 'path',
-          required: true,
-          description: "The entry's slug in the selected language (or its default-language slug when it has no translation in it).",
-          schema: { type: 'string' },
+        ContentType: pathParameter('type', 'A content type slug: `page`, `post`, or a custom type. Case-sensitive.'),
+        Slug: pathParameter('slug', "The entry's slug in the selected language (or its default-language slug when it has no translation in it)."),
+        Taxonomy: pathParameter('taxonomy', 'A taxonomy slug (`category`, `tag`, …), as `GET /api/v1/taxonomies` lists them. Case-sensitive.'),
+        TermType: {
+          name: 'type',
+          in: 'query',
+          description: 'Only the live entries of this content type (case-sensitive, as `{type}`); without it, of every type.',
+          schema: { type: 'string', examples: ['post'] },
         },
         Page: {
           name: 'page',
@@ -306,31 +475,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema }: DocumentInputs):
           schema: { type: 'string', examples: ['fr'] },
         },
       },
-      responses: {
-        NotModified: {
-          description: 'The answer has not changed since the one whose ETag you sent: use yours (C32).',
-          headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'),
-        },
-        BadParameter: errorResponse(
-          '`page`, `per_page` or `author` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header (of this order), `page` and `after` are both given, ' +
-            '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, `order` is not one it can take, `fields` names a key an item cannot have, or `include` is not `alternates`.',
-          [
-            'The page parameter must be a positive integer.',
-            'The per_page parameter must be a positive integer.',
-            'The after parameter is not a valid cursor.',
-            'The page and after parameters cannot be used together.',
-            'The term parameter must be a comma-separated list of taxonomy:slug pairs.',
-            'The author parameter must be a positive integer.',
-            `The search parameter must be at most ${MAX_SEARCH_LENGTH} characters.`,
-            'The order parameter must be relevance or date.',
-            ...ITEM_SHAPE_MESSAGES,
-          ],
-          [...EVERY_ANSWER, 'Cache-Control'],
-        ),
-        MethodNotAllowed: errorResponse('Any method but GET, HEAD and OPTIONS; `Allow` lists them.', ['Method not allowed.'], [...EVERY_ANSWER, 'Allow', 'Cache-Control']),
-        InternalError: errorResponse('An unexpected failure, or a failing extension.', ['Internal server error.'], [...EVERY_ANSWER, 'Cache-Control']),
-        ServiceUnavailable: errorResponse('The database cannot be reached, or (C47) the share of it for statements that cost more as the site grows (pages deep by number, searches, several filters) is full; ask again after `Retry-After` seconds.', ['Service unavailable.'], [...EVERY_ANSWER, 'Retry-After', 'Cache-Control']),
-      },
+      responses,
       headers: RESPONSE_HEADERS,
     },
   }
@@ -347,6 +492,70 @@ const ITEM_SHAPE_MESSAGES = ['The fields parameter names an unknown field: body.
 function fieldsPattern(itemKeys: readonly string[]): string {
   const key = `(${itemKeys.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})`
   return `^\\s*(${key}\\s*)?(,\\s*(${key}\\s*)?)*$`
+}
+
+/** The answers many operations share, by name (`#/components/responses/…`). */
+function componentResponses(): Record<string, Json> {
+  return {
+    NotModified: {
+      description: 'The answer has not changed since the one whose ETag you sent: use yours (C32).',
+      headers: headers(...EVERY_ANSWER, 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'),
+    },
+    BadParameter: errorResponse(
+      '`page`, `per_page` or `author` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header (of this order), `page` and `after` are both given, ' +
+        '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, `order` is not one it can take, `fields` names a key an item cannot have, or `include` is not `alternates`.',
+      [
+        'The page parameter must be a positive integer.',
+        'The per_page parameter must be a positive integer.',
+        'The after parameter is not a valid cursor.',
+        'The page and after parameters cannot be used together.',
+        'The term parameter must be a comma-separated list of taxonomy:slug pairs.',
+        'The author parameter must be a positive integer.',
+        `The search parameter must be at most ${MAX_SEARCH_LENGTH} characters.`,
+        'The order parameter must be relevance or date.',
+        ...ITEM_SHAPE_MESSAGES,
+      ],
+      [...EVERY_ANSWER, 'Cache-Control'],
+    ),
+    BadPagination: errorResponse(
+      '`page` or `per_page` is not a positive integer in decimal digits.',
+      ['The page parameter must be a positive integer.', 'The per_page parameter must be a positive integer.'],
+      [...EVERY_ANSWER, 'Cache-Control'],
+    ),
+    MethodNotAllowed: errorResponse('Any method but GET, HEAD and OPTIONS; `Allow` lists them.', ['Method not allowed.'], [...EVERY_ANSWER, 'Allow', 'Cache-Control']),
+    InternalError: errorResponse('An unexpected failure, or a failing extension.', ['Internal server error.'], [...EVERY_ANSWER, 'Cache-Control']),
+    ServiceUnavailable: errorResponse('The database cannot be reached, or (C47) the share of it for statements that cost more as the site grows (pages deep by number, searches, several filters) is full; ask again after `Retry-After` seconds.', ['Service unavailable.'], [...EVERY_ANSWER, 'Retry-After', 'Cache-Control']),
+  
+  }
+}
+
+/**
+ * A response of a HEAD operation: the GET's description and headers, no body
+ * (C3). A shared response is written out, since its own has a body.
+ */
+function withoutBody(response: Json, responses: Record<string, Json>): Json {
+  const reference = response.$ref
+  const resolved = typeof reference === 'string' ? responses[reference.slice('#/components/responses/'.length)]! : response
+  return { description: resolved.description, ...(resolved.headers ? { headers: resolved.headers } : {}) }
+}
+
+/** `/media/uploads/{year}/{file}`: the demo's images (src/demo/media.ts), only where they are served. */
+function demoMediaPath(answered: (get: Operation) => Json): Json {
+  return {
+    parameters: [
+      pathParameter('year', 'A folder of the demo uploads.', { examples: ['2026'] }),
+      pathParameter('file', 'An image file, as an item\'s `featured_image` names it.', { examples: ['photo-12.jpg', 'photo-12-thumbnail.jpg'] }),
+    ],
+    ...answered({
+      operationId: 'getDemoImage',
+      tags: ['documentation'],
+      summary: "An image of the demo content (the embedded database's only)",
+      responses: {
+        '200': { description: 'The image.', headers: headers(...EVERY_ANSWER), content: { 'image/jpeg': { schema: { type: 'string', contentMediaType: 'image/jpeg' } } } },
+        '404': errorResponse('No such image.', ['Not found.'], EVERY_ANSWER),
+      },
+    }),
+  }
 }
 
 /** `/api/v1/content/:type` as OpenAPI writes it: `/api/v1/content/{type}`. */

@@ -7,7 +7,7 @@ const SWAGGER_UI = join(import.meta.dir, '..', '..', 'node_modules', 'swagger-ui
 export const OPENAPI_PATH = '/api/v1/openapi.json'
 
 /** Swagger UI's files, served by us: the reference page needs no network (no CDN). */
-const ASSETS: Record<string, string> = {
+export const DOCS_ASSETS: Record<string, string> = {
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
   'swagger-ui.css': 'text/css; charset=utf-8',
 }
@@ -41,7 +41,7 @@ export function apiDocumentation(document: object) {
     .get(OPENAPI_PATH, () => new Response(body, { headers: { 'content-type': JSON_CONTENT_TYPE } }))
     .get('/docs', () => new Response(REFERENCE_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } }))
     .get('/docs/assets/:file', ({ params }) => {
-      const type = ASSETS[params.file]
+      const type = DOCS_ASSETS[params.file]
       if (!type) throw notFound()
       return new Response(Bun.file(join(SWAGGER_UI, params.file)), {
         headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },

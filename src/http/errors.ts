@@ -17,6 +17,7 @@ export class HttpError extends Error {
 
 export const notFound = () => new HttpError(404, 'Not found.')
 export const contentTypeNotFound = () => new HttpError(404, 'Content type not found.')
+export const taxonomyNotFound = () => new HttpError(404, 'Taxonomy not found.')
 export const methodNotAllowed = (allow: string) => new HttpError(405, 'Method not allowed.', { allow })
 export const badParameter = (name: string) => new HttpError(400, `The ${name} parameter must be a positive integer.`)
 export const badRequest = (message: string) => new HttpError(400, message)

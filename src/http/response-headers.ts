@@ -72,6 +72,31 @@ export const RESPONSE_HEADERS = {
     required: false,
     schema: { type: 'integer', minimum: 0 },
   },
+  'Access-Control-Allow-Origin': {
+    description: '`*`, or the request\'s `Origin` when `CORS_ORIGINS` lists it (then absent for any other origin) (C29).',
+    required: false,
+    schema: { type: 'string', examples: ['*'] },
+  },
+  'Access-Control-Allow-Methods': {
+    description: 'A preflight answer: the methods a browser may send (C29).',
+    required: true,
+    schema: { type: 'string', const: ALLOWED_METHODS },
+  },
+  'Access-Control-Allow-Headers': {
+    description: 'A preflight answer: the request headers it asked for in `Access-Control-Request-Headers`, when it asked for any (C29).',
+    required: false,
+    schema: { type: 'string', examples: ['x-member, if-none-match'] },
+  },
+  'Access-Control-Max-Age': {
+    description: 'A preflight answer: seconds a browser may reuse it.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
+  Location: {
+    description: 'Where the resource is: `/docs`.',
+    required: true,
+    schema: { type: 'string', const: '/docs' },
+  },
 } as const satisfies Record<string, ResponseHeader>
 
 export type ResponseHeaderName = keyof typeof RESPONSE_HEADERS

@@ -34,6 +34,8 @@ const FILTERS = ['test/list-filters.test.ts']
 const LANES = 'test/heavy-lane.test.ts'
 const SYNC = ['test/sync.test.ts']
 const FIELDS = ['test/fields-alternates.test.ts']
+const DISCOVERY_TOTALS = 'test/discovery-totals.test.ts'
+const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -318,7 +320,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'variant-keeps-volatile',
     regression: 'C38: the output of a volatile callback is kept and served again',
-    edits: [{ file: 'src/content/answer-slot.ts', find: 'if (read.place !== null && !reads?.volatile) {', replace: 'if (read.place !== null) {' }],
+    edits: [{ file: 'src/cache/answer-slot.ts', find: 'if (read.place !== null && !reads?.volatile) {', replace: 'if (read.place !== null) {' }],
     tests: [CACHE],
   },
   {
@@ -525,5 +527,42 @@ export const MUTANTS: Mutant[] = [
     regression: 'C44/C43: Link URLs drop fields: the next page has whole items',
     edits: [{ file: 'src/content/content-answer.ts', find: "    if (shape.fields !== null) set('fields', shape.fields.join(','))\n", replace: '' }],
     tests: FIELDS,
+  },
+  // C46: discovery.
+  {
+    id: 'terms-embargoed',
+    regression: 'C46/C2: term totals count embargoed entries (the kept rows are summed past now())',
+    edits: [{ file: 'src/discovery/statements.ts', find: "          and d.content_type_id in (${keptTypes})\n          and d.live_from <= now()", replace: "          and d.content_type_id in (${keptTypes})\n          and d.live_from is not null" }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-namesakes',
+    regression: "C46/C40: a term whose slug another term of its taxonomy shares shows its own count, not the filtered list's meta.total",
+    edits: [{ file: 'src/discovery/statements.ts', find: 'when exists (${namesakes} and o.id <> p.id) then (', replace: 'when false then (' }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-go-live',
+    regression: 'C46/C36: a cached term list outlives the next go-live of its types',
+    edits: [{ file: 'src/discovery/discovery-answer.ts', find: 'type === null ? ANY_TYPE : result.typeId, result.goLiveInSeconds)', replace: 'type === null ? ANY_TYPE : result.typeId, null)' }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'any-type-kept',
+    regression: 'C36/C46: an answer that counts every type (terms without type, content types) survives a write to one type',
+    edits: [{ file: 'src/cache/answer-store.ts', find: 'if (answer.typeId === ANY_TYPE || (answer.typeId !== null && typeIds.has(answer.typeId)))', replace: 'if (answer.typeId !== null && answer.typeId !== ANY_TYPE && typeIds.has(answer.typeId))' }],
+    tests: [DISCOVERY_ROUTES],
+  },
+  {
+    id: 'media-traversal',
+    regression: 'C46: /media serves any file the decoded path names, .. included',
+    edits: [{ file: 'src/demo/media.ts', find: "const file = files.get(pathname.slice('/media/'.length))", replace: "const file = { path: join(directory, decodeURIComponent(pathname.slice('/media/'.length))), type: 'image/jpeg' }" }],
+    tests: [DISCOVERY_ROUTES],
+  },
+  {
+    id: 'media-with-database-url',
+    regression: 'C46: the demo images are served with a DATABASE_URL of yours too',
+    edits: [{ file: 'src/config.ts', find: ": readText(env, 'DATABASE_URL') === undefined,", replace: ': true,' }],
+    tests: [DISCOVERY_ROUTES],
   },
 ]

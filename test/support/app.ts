@@ -1,7 +1,5 @@
 import { createApp } from '../../src/app'
-import type { ContentCache } from '../../src/cache/content-cache'
-import type { ContentAnswer } from '../../src/content/content-answer'
-import type { PreparedAnswer } from '../../src/content/answer-slot'
+import type { AnswerCache } from '../../src/cache/answer-slot'
 import { loadConfig, type Config } from '../../src/config'
 import { LiveCountCheck } from '../../src/content/live-count-check'
 import { openReadPool, type Sql } from '../../src/db/connect'
@@ -47,7 +45,7 @@ export function testApp(
   databaseUrl: string,
   env: Record<string, string> = {},
   filters = new FilterRegistry(),
-  cache?: ContentCache<ContentAnswer, PreparedAnswer>,
+  cache?: AnswerCache,
   { poolTimeoutMs, liveCountCheck = false }: { poolTimeoutMs?: number; liveCountCheck?: boolean } = {},
 ): TestApp {
   // NODE_ENV test, as under `bun test`: an extension's output that does not match its declared schema fails the request.

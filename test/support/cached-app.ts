@@ -1,13 +1,12 @@
 import { listenForChanges, type Change, type LanguageSet } from '../../src/cache/change-listener'
 import { ContentCache } from '../../src/cache/content-cache'
-import type { ContentAnswer } from '../../src/content/content-answer'
-import type { PreparedAnswer } from '../../src/content/answer-slot'
+import type { AnswerCache, PreparedAnswer, SlotAnswer } from '../../src/cache/answer-slot'
 import { FilterRegistry } from '../../src/hooks/registry'
 import { createLogger } from '../../src/log'
 import { testApp, type TestApp } from './app'
 
 export interface CachedTestApp extends TestApp {
-  cache: ContentCache<ContentAnswer, PreparedAnswer>
+  cache: AnswerCache
   /** Resolves once the listener hears a change of `table` (from now on). */
   nextChange(table: string): Promise<Change>
   /** Resolves once the listener is (again) listening. */
@@ -22,7 +21,7 @@ export interface CachedTestApp extends TestApp {
  * @example const api = await cachedTestApp(db.url); const changed = api.nextChange('entries')
  */
 export async function cachedTestApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry(), maxBytes = 64 * 1024 * 1024): Promise<CachedTestApp> {
-  const cache = new ContentCache<ContentAnswer, PreparedAnswer>(maxBytes)
+  const cache = new ContentCache<SlotAnswer, PreparedAnswer>(maxBytes)
   const waiting: { kind: 'change' | 'listening' | 'lost'; table?: string; resolve: (change: any) => void }[] = []
   const settle = (kind: 'change' | 'listening' | 'lost', change?: Change) => {
     for (const waiter of [...waiting]) {

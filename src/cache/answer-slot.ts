@@ -1,12 +1,35 @@
-import type { CachedRead, CacheStatus, ContentCache } from '../cache/content-cache'
 import type { Config } from '../config'
+import type { RenderedBody } from '../content/content-answer'
 import { readOf, type RequestReads } from '../hooks/context'
 import { corsHeaders } from '../http/cors'
 import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
 import { logRequest, requestIdOf } from '../http/request-policy'
 import type { Logger } from '../log'
-import type { ContentAnswer, RenderedBody } from './content-answer'
+import type { CachedRead, CacheStatus, ContentCache, Loaded } from './content-cache'
+
+/**
+ * What the slot needs of an answer it keeps, whichever route made it: the
+ * content routes' (src/content/content-answer.ts) and the discovery routes'.
+ */
+export interface SlotAnswer {
+  status: 200 | 404
+  /** C34. */
+  surrogateKeys: string
+  /** The body as sent, when no filter callback will change it. */
+  rendered: RenderedBody | null
+  /** C39, lists only. */
+  link: string | null
+}
+
+/** The service's cache of answers, as the slot keeps them. */
+export type AnswerCache = ContentCache<SlotAnswer, PreparedAnswer>
+
+/** What a route's handler is given to set the response's status and headers with (Elysia's `set`). */
+export interface ResponseSettings {
+  headers: Record<string, unknown>
+  status?: unknown
+}
 
 /**
  * One output of the content routes, ready to send: the bytes, their ETag and
@@ -38,16 +61,46 @@ const OUTPUT_BYTES = 512
  * @example const slot = new AnswerSlot({ cache, config, log }); return slot.answer(request) ?? app.handle(request)
  */
 export class AnswerSlot {
-  readonly #cache: ContentCache<ContentAnswer, PreparedAnswer> | undefined
+  readonly #cache: AnswerCache | undefined
   readonly #cacheMaxAge: number
   readonly #log: Logger
   readonly #cors: (request: Request) => Record<string, string>
 
-  constructor({ cache, config, log }: { cache?: ContentCache<ContentAnswer, PreparedAnswer>; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins'>; log: Logger }) {
+  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins'>; log: Logger }) {
     this.#cache = cache
     this.#cacheMaxAge = config.cacheMaxAge
     this.#log = log
     this.#cors = corsHeaders(config)
+  }
+
+  /** The language a request's `lang` resolves to (C9), for its key; null (no cache, or the languages not known yet) bypasses the cache. */
+  resolveLanguage(lang: string | undefined): string | null {
+    return this.#cache?.resolveLanguage(lang) ?? null
+  }
+
+  /**
+   * A route's answer from the cache, keyed by `key` (the route's name first,
+   * then what selects its answer) and the resolved `language` (C35), or from
+   * `load`. Without a cache (CACHE=off) every answer is loaded, and says BYPASS.
+   * @example await slot.read(['languages'], ANY_LANGUAGE, () => loadLanguagesAnswer(options))
+   */
+  async read<Answer extends SlotAnswer>(key: readonly unknown[], language: string | null, load: () => Promise<Loaded<Answer>>): Promise<CachedRead<Answer>> {
+    if (this.#cache) return this.#cache.read(JSON.stringify(key), language, load)
+    const startedAt = performance.now()
+    const loaded = await load()
+    return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
+  }
+
+  /**
+   * The route's response (`respond`), with the framework's `set` brought in
+   * line: the log line says the status sent, and a 304 has no type.
+   */
+  send(request: Request, set: ResponseSettings, read: CachedRead<SlotAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
+    const response = this.respond(request, String(set.headers['x-request-id']), read, output, reads)
+    // The framework adds what it set when the response lacks it: a 304 has no type.
+    if (response.status === 304) delete set.headers['content-type']
+    set.status = response.status
+    return response
   }
 
   /** The response to a request whose output is kept, logged as the framework logs; null when the routes must answer. */
@@ -69,7 +122,7 @@ export class AnswerSlot {
    * request, kept for the next requests that agree on what it read, unless a
    * volatile callback ran (C38). The framework strips the body of a HEAD.
    */
-  respond(request: Request, requestId: string, read: CachedRead<ContentAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
+  respond(request: Request, requestId: string, read: CachedRead<SlotAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
     if (read.place !== null && !reads?.volatile) {
       // A plain answer's body is the answer's own: the output costs only its headers.
       const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + OUTPUT_BYTES
@@ -103,6 +156,15 @@ export class AnswerSlot {
     }
     return new Response(output.body, { status: output.status, headers })
   }
+}
+
+/**
+ * The output of an answer that no filter callback changes: its bytes as they
+ * are, with the headers that belong to them.
+ * @example slot.send(request, set, read, renderedOutput(read.value), null)
+ */
+export function renderedOutput(answer: SlotAnswer & { rendered: RenderedBody }): PreparedAnswer {
+  return { ...answer.rendered, status: answer.status, surrogateKey: answer.surrogateKeys, link: answer.link, varyHeaders: [] }
 }
 
 /**

@@ -1,0 +1,307 @@
+import type { PendingQuery, Row } from 'postgres'
+import type { Sql } from '../db/connect'
+import { runRead } from '../db/read'
+import { isLive } from '../content/queries'
+
+/** One row of `GET /api/v1/languages` (C46). */
+export interface LanguageRow {
+  code: string
+  name: string
+  is_default: boolean
+}
+
+/** One row of `GET /api/v1/content-types`: `total` as C18. */
+export interface ContentTypeRow {
+  slug: string
+  name: string
+  total: number
+}
+
+/** One row of `GET /api/v1/taxonomies`. */
+export interface TaxonomyRow {
+  slug: string
+  name: string
+}
+
+/** One term of a term list: `total` equals `meta.total` of the list filtered by `taxonomy:slug` (C46). */
+export interface TermRow {
+  id: number
+  name: string
+  slug: string
+  total: number
+}
+
+export interface ContentTypeList {
+  types: ContentTypeRow[]
+  /** Seconds until the next go-live of any type (C1), null when none is ahead. */
+  goLiveInSeconds: number | null
+}
+
+export interface TermPage {
+  taxonomyExists: boolean
+  /** False when `type` names no content type (C5); true without `type`. */
+  typeExists: boolean
+  /** The content type's id when `type` is given and exists. */
+  typeId: number | null
+  /** The slugs of the types the totals count: `type`, or every type. */
+  typeSlugs: string[]
+  goLiveInSeconds: number | null
+  /** The taxonomy's terms that a live entry (of the types counted) carries. */
+  total: number
+  terms: TermRow[]
+}
+
+export interface TermListOptions {
+  taxonomy: string
+  /** Only the live entries of this content type; null: of every type. */
+  type: string | null
+  /** Types whose kept counts drifted: their entries are counted one by one (sql/live-entry-counts.md). */
+  countByScan: readonly string[]
+  limit: number
+  offset: number
+  timeoutMs: number
+  /** C47: the statement runs in the heavy lane (a deep page, or a type counted one by one). */
+  heavy: boolean
+}
+
+/**
+ * C46: every configured language, ordered by code (byte order: the same on every database).
+ * @example await listLanguages(sql, 5000) // [{ code: 'de', name: 'Deutsch', is_default: false }, …]
+ */
+export async function listLanguages(sql: Sql, timeoutMs: number): Promise<LanguageRow[]> {
+  return [
+    ...(await runRead(sql, () => sql<LanguageRow[]>`
+      select code, name, is_default
+      from languages
+      order by code collate "C"
+    `, timeoutMs)),
+  ]
+}
+
+/**
+ * C46: every taxonomy, ordered by slug.
+ * @example await listTaxonomies(sql, 5000) // [{ slug: 'category', name: 'Category' }, …]
+ */
+export async function listTaxonomies(sql: Sql, timeoutMs: number): Promise<TaxonomyRow[]> {
+  return [
+    ...(await runRead(sql, () => sql<TaxonomyRow[]>`
+      select slug, name
+      from taxonomies
+      order by slug collate "C"
+    `, timeoutMs)),
+  ]
+}
+
+/**
+ * C46: every content type, ordered by slug, with its live entries (C18) from
+ * the kept counts, as the list statement reads them; a type whose counts
+ * drifted is counted one by one. One statement, which also says when the
+ * next embargoed entry of any type goes live (the totals change then).
+ * @example await listContentTypes(sql, { countByScan: [], timeoutMs: 5000 })
+ */
+export async function listContentTypes(sql: Sql, options: { countByScan: readonly string[]; timeoutMs: number }): Promise<ContentTypeList> {
+  const [row] = await runRead(sql, () => contentTypesStatement(sql, options.countByScan), options.timeoutMs, { heavy: options.countByScan.length > 0 })
+  return { types: row.types, goLiveInSeconds: row.go_live_in }
+}
+
+function contentTypesStatement(sql: Sql, countByScan: readonly string[]): PendingQuery<{ types: ContentTypeRow[]; go_live_in: number | null }[]> {
+  const kept = sql`
+    (
+      select coalesce(sum(d.delta), 0)::int8
+      from live_entry_count_deltas d
+      where d.content_type_id = ct.id
+        and d.live_from <= now()
+    ) + (
+      select coalesce(sum(d.delta), 0)::int8
+      from live_entry_count_deltas d
+      where d.content_type_id = ct.id
+        and d.live_from is null
+    )
+  `
+  const total = countByScan.length === 0
+    ? kept
+    : sql`
+      case when ct.slug in (select jsonb_array_elements_text(${JSON.stringify(countByScan)}::text::jsonb))
+        then (select count(*) from entries e where e.content_type_id = ct.id and ${isLive(sql)})
+        else ${kept}
+      end
+    `
+  return sql`
+    with counted_types as (
+      select id, slug, name
+      from content_types
+    )
+    select
+      (
+        select coalesce(json_agg(json_build_object('slug', ct.slug, 'name', ct.name, 'total', ${total}) order by ct.slug collate "C"), '[]'::json)
+        from counted_types ct
+      ) as types,
+      ${nextGoLive(sql)} as go_live_in
+  `
+}
+
+/**
+ * C46: one page of a taxonomy's terms that live entries carry (of `type`, or
+ * of any type), ordered by name then id, each with its live total, in one
+ * statement.
+ *
+ * The totals come from the kept filter counts (0004, kind 'term'), as the
+ * filtered list reads them: per term and type, the rows live now (dated up
+ * to now(), and undated), summed in one pass over the index
+ * live_filter_count_deltas_live for the types counted; embargoed entries'
+ * rows are never read, and each goes live at its second with no write. The
+ * terms carried are those whose sum is positive; the page walks the taxonomy's
+ * terms by name (terms_taxonomy_name) and stops when it is full.
+ *
+ * A term whose slug another term of its taxonomy shares: a list filtered by
+ * `taxonomy:slug` holds the entries that carry any of them (C40), so that
+ * term's total counts those entries, one by one (as that list does), so that
+ * it still equals the list's `meta.total`.
+ * @example await listTerms(sql, { taxonomy: 'tag', type: 'post', countByScan: [], limit: 20, offset: 0, timeoutMs: 5000, heavy: false })
+ */
+export async function listTerms(sql: Sql, options: TermListOptions): Promise<TermPage> {
+  const [row] = await runRead(sql, () => termListStatement(sql, options), options.timeoutMs, { heavy: options.heavy })
+  return {
+    taxonomyExists: row.taxonomy_exists,
+    typeExists: row.type_exists,
+    typeId: row.type_id,
+    typeSlugs: row.type_slugs,
+    goLiveInSeconds: row.go_live_in,
+    total: row.total,
+    terms: row.terms,
+  }
+}
+
+interface TermListRow extends Row {
+  taxonomy_exists: boolean
+  type_exists: boolean
+  type_id: number | null
+  type_slugs: string[]
+  go_live_in: number | null
+  total: number
+  terms: TermRow[]
+}
+
+/** The statement of `listTerms`, not yet sent (the tests explain it). */
+export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit, offset }: TermListOptions): PendingQuery<TermListRow[]> {
+  const scanned = JSON.stringify(countByScan)
+  const keptTypes = sql`
+    select id
+    from counted_types
+    where slug not in (select jsonb_array_elements_text(${scanned}::text::jsonb))
+  `
+  return sql<TermListRow[]>`
+    with taxonomy as (
+      select id
+      from taxonomies
+      where slug = ${taxonomy}
+    ),
+    counted_types as (
+      select id, slug
+      from content_types
+      where ${type === null ? sql`true` : sql`slug = ${type}`}
+    ),
+    live_totals as (
+      select l.term_id, sum(l.live)::int8 as total
+      from (
+        -- float8: a sum of whole numbers exact to 2^53, without numeric's cost per row.
+        select d.key as term_id, d.delta::float8 as live
+        from live_filter_count_deltas d
+        where d.kind = 'term'
+          and d.content_type_id in (${keptTypes})
+          and d.live_from <= now()
+        union all
+        select d.key, d.delta::float8
+        from live_filter_count_deltas d
+        where d.kind = 'term'
+          and d.content_type_id in (${keptTypes})
+          and d.live_from is null
+        ${countByScan.length === 0 ? sql`` : sql`
+        union all
+        select et.term_id, 1::float8
+        from entries e
+        join entry_terms et on et.entry_id = e.id
+        where e.content_type_id in (select id from counted_types where slug in (select jsonb_array_elements_text(${scanned}::text::jsonb)))
+          and ${isLive(sql)}
+        `}
+      ) l
+      group by l.term_id
+      having sum(l.live) > 0
+    ),
+    carried as materialized (
+      -- The index alone: id and name are in terms_taxonomy_name; the page's slugs are read below.
+      select t.id, t.name, lt.total
+      from live_totals lt
+      join terms t on t.id = lt.term_id
+      where t.taxonomy_id = (select id from taxonomy)
+    ),
+    page as (
+      select c.id, c.name, t.slug, c.total
+      from (
+        select *
+        from carried c
+        order by c.name, c.id
+        limit ${limit}::int8
+        offset ${offset}::int8
+      ) c
+      join terms t on t.id = c.id
+    )
+    select
+      exists (select 1 from taxonomy) as taxonomy_exists,
+      ${type === null ? sql`true` : sql`exists (select 1 from counted_types)`} as type_exists,
+      ${type === null ? sql`null::int8` : sql`(select id from counted_types)`} as type_id,
+      (select coalesce(json_agg(ct.slug order by ct.slug collate "C"), '[]'::json) from counted_types ct) as type_slugs,
+      ${nextGoLive(sql)} as go_live_in,
+      (select count(*) from carried) as total,
+      (
+        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql)}) order by p.name, p.id), '[]'::json)
+        from page p
+      ) as terms
+  `
+}
+
+/**
+ * A page term's total (`p` is in scope): its kept live count; or, when another
+ * term of the taxonomy has its slug, the live entries that carry any of them,
+ * as the list filtered by `taxonomy:slug` counts them (C40, C46).
+ */
+function termTotal(sql: Sql): PendingQuery<Row[]> {
+  const namesakes = sql`
+    select o.id
+    from terms o
+    where o.taxonomy_id = (select id from taxonomy)
+      and o.slug = p.slug
+  `
+  return sql`
+    case
+      when exists (${namesakes} and o.id <> p.id) then (
+        select count(distinct e.id)
+        from entry_terms et
+        join entries e on e.id = et.entry_id
+        where et.term_id in (${namesakes})
+          and e.content_type_id in (select id from counted_types)
+          and ${isLive(sql)}
+      )
+      else p.total
+    end
+  `
+}
+
+/** Seconds until the next go-live (C1) of the types in `counted_types`: one index look-up per type. */
+function nextGoLive(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+    (
+      select extract(epoch from min(g.at) - now())::float8
+      from (
+        select (
+          select min(e.published_at)
+          from entries e
+          where e.content_type_id = ct.id
+            and e.status = 'published'
+            and e.published_at > now()
+        ) as at
+        from counted_types ct
+      ) g
+    )
+  `
+}

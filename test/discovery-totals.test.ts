@@ -1,0 +1,199 @@
+import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
+import { connectDatabase } from '../src/db/connect'
+import { testApp } from './support/app'
+import { cachedTestApp } from './support/cached-app'
+import { createTestDatabase } from './support/database'
+import { addContentType, addEntry, addTerm, clearContent } from './support/fixtures'
+import { random } from './support/random'
+
+/**
+ * C46: the live totals of the discovery routes against the lists they count.
+ * A term's `total` is `meta.total` of the list filtered by `taxonomy:slug`
+ * (C40); a content type's is `meta.total` of its list (C18). After random
+ * writes of every kind, go-lives, and with the kept counts drifted.
+ */
+const db = await createTestDatabase()
+const api = testApp(db.url, {}, undefined, undefined, { liveCountCheck: true })
+const writer = connectDatabase(db.url, { max: 1 })
+afterAll(async () => {
+  await api.close()
+  await writer.end()
+  await db.sql.end()
+})
+beforeEach(() => clearContent(db.sql))
+
+const TYPES = ['post', 'page', 'recipe']
+
+/** Every term page of a taxonomy, walked by number. */
+async function allTerms(taxonomy: string, type?: string): Promise<{ id: number; name: string; slug: string; total: number }[]> {
+  const terms = []
+  for (let page = 1; ; page++) {
+    const response = await api.get(`/api/v1/taxonomies/${taxonomy}/terms?per_page=7&page=${page}${type ? `&type=${type}` : ''}`)
+    expect(response.status).toBe(200)
+    terms.push(...response.body.data)
+    if (page >= response.body.meta.last_page) {
+      expect(response.body.meta.total).toBe(terms.length)
+      return terms
+    }
+  }
+}
+
+/** The oracle: the term's filtered list, counted by the content route itself (summed over the types without one). */
+async function filteredTotal(taxonomy: string, slug: string, type?: string): Promise<number> {
+  let total = 0
+  for (const each of type ? [type] : TYPES) total += (await api.get(`/api/v1/content/${each}?term=${taxonomy}:${encodeURIComponent(slug)}&per_page=1`)).body.meta.total
+  return total
+}
+
+/** Every term of the taxonomy that a live entry (of the type) carries, by count(*) in name then id order. */
+async function carriedByCount(taxonomy: string, type?: string): Promise<number[]> {
+  const rows = await db.sql<{ id: number }[]>`
+    select t.id
+    from terms t
+    join taxonomies x on x.id = t.taxonomy_id
+    where x.slug = ${taxonomy}
+      and exists (
+        select 1
+        from entry_terms et
+        join entries e on e.id = et.entry_id
+        join content_types ct on ct.id = e.content_type_id
+        where et.term_id = t.id
+          and e.status = 'published'
+          and (e.published_at is null or e.published_at <= now())
+          and (${type ?? null}::text is null or ct.slug = ${type ?? null})
+      )
+    order by t.name, t.id
+  `
+  return rows.map((row) => row.id)
+}
+
+async function checkAgainstLists(label: string) {
+  for (const taxonomy of ['tag', 'category']) {
+    for (const type of [undefined, ...TYPES]) {
+      const terms = await allTerms(taxonomy, type)
+      expect([label, taxonomy, type, terms.map((term) => term.id)]).toEqual([label, taxonomy, type, await carriedByCount(taxonomy, type)])
+      for (const term of terms) {
+        expect([label, taxonomy, type, term.slug, term.total]).toEqual([label, taxonomy, type, term.slug, await filteredTotal(taxonomy, term.slug, type)])
+      }
+    }
+  }
+  const types = (await api.get('/api/v1/content-types')).body.data
+  for (const type of types) expect([label, type.slug, type.total]).toEqual([label, type.slug, (await api.get(`/api/v1/content/${type.slug}?per_page=1`)).body.meta.total])
+}
+
+/** The database's clock, `ms` from now. */
+async function databaseTime(ms: number): Promise<Date> {
+  const [{ at }] = await db.sql<{ at: Date }[]>`select now() + ${ms} * interval '1 millisecond' as at`
+  return at
+}
+
+/** A check that must hold before `goLive`; one that a slow machine let run past it says nothing (the next check runs after it). */
+async function checkBefore(goLive: Date, label: string) {
+  try {
+    await checkAgainstLists(label)
+  } catch (error) {
+    if ((await db.sql<{ passed: boolean }[]>`select now() >= ${goLive} as passed`)[0].passed) return
+    throw error
+  }
+}
+
+describe('C46: term and content type totals equal the lists they count', () => {
+  test('after random writes of entries, terms and their links, with go-lives between, and with duplicate slugs in a taxonomy', async () => {
+    for (const type of TYPES) await addContentType(db.sql, type)
+    const rng = random(46)
+    const tags = [] as number[]
+    for (let i = 0; i < 8; i++) tags.push(await addTerm(db.sql, 'tag', `Tag ${String.fromCharCode(72 - i)}`, `tag-${i % 6}`))
+    const categories = [await addTerm(db.sql, 'category', 'News'), await addTerm(db.sql, 'category', 'Guides')]
+    const terms = [...tags, ...categories]
+    const entries: number[] = []
+    // Entries that go live during the test all do at one moment per round, after that round's first check.
+    let goLive = await databaseTime(4000)
+    const someTime = () => rng.pick([null, new Date(Date.now() - rng.next() * 1e9), goLive, new Date(Date.now() + 86_400_000)])
+    for (let i = 0; i < 30; i++) {
+      entries.push(
+        await addEntry(db.sql, {
+          type: rng.pick(TYPES),
+          status: rng.pick(['published', 'published', 'published', 'draft', 'scheduled'] as const),
+          publishedAt: someTime(),
+          termIds: terms.filter(() => rng.next() < 0.3),
+        }),
+      )
+    }
+    await checkBefore(goLive, 'initial')
+    for (let round = 0; round < 4; round++) {
+      goLive = await databaseTime(4000)
+      for (let i = 0; i < 12; i++) {
+        const entry = rng.pick(entries)
+        const term = rng.pick(terms)
+        const write = rng.pick([
+          () => writer`insert into entry_terms (entry_id, term_id) values (${entry}, ${term}) on conflict do nothing`,
+          () => writer`delete from entry_terms where entry_id = ${entry} and term_id = ${term}`,
+          () => writer`update entries set status = ${rng.pick(['published', 'draft', 'scheduled'])} where id = ${entry}`,
+          () => writer`update entries set published_at = ${someTime()} where id = ${entry}`,
+          () => writer`update entries set content_type_id = (select id from content_types where slug = ${rng.pick(TYPES)}) where id = ${entry}`,
+          () => writer`update terms set slug = ${`tag-${Math.floor(rng.next() * 6)}`} where id = ${rng.pick(tags)}`,
+          () => writer`update terms set name = ${`Tag ${Math.floor(rng.next() * 100)}`} where id = ${rng.pick(tags)}`,
+        ])
+        await write()
+      }
+      await checkBefore(goLive, `round ${round}`)
+      // Entries go live while nobody writes.
+      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${goLive} as passed`)[0].passed === false) await Bun.sleep(50)
+      await checkAgainstLists(`round ${round}, after its go-lives`)
+    }
+  }, 60_000)
+
+  test('with the kept counts drifted (written with the triggers off), the totals are still exact: the drifted type is counted one by one', async () => {
+    const tag = await addTerm(db.sql, 'tag', 'Drift')
+    await addEntry(db.sql, { termIds: [tag] })
+    await db.sql.begin(async (tx) => {
+      await tx`set local session_replication_role = replica`
+      await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - interval '1 day' from content_types where slug = 'post'`
+      await tx`insert into entry_terms (entry_id, term_id) select max(id), ${tag} from entries`
+    })
+    await api.liveCounts!.check()
+    expect(api.liveCounts!.driftedTypes()).toEqual(['post'])
+    try {
+      expect((await api.get('/api/v1/taxonomies/tag/terms')).body.data).toEqual([{ id: tag, name: 'Drift', slug: 'drift', total: 2 }])
+      expect((await api.get('/api/v1/taxonomies/tag/terms?type=post')).body.data[0].total).toBe(2)
+      expect((await api.get('/api/v1/content-types')).body.data.find((type: any) => type.slug === 'post').total).toBe(2)
+    } finally {
+      await db.sql`select vitrine_repair_live_entry_counts()`
+      await api.liveCounts!.check()
+    }
+  })
+})
+
+describe('C46/C2: a term that only hidden entries carry', () => {
+  test('never appears (draft, scheduled, embargoed), nor counts, and appears at its go-live second without a write, while the list is cached', async () => {
+    const shown = await addTerm(db.sql, 'tag', 'Shown')
+    const hidden = await addTerm(db.sql, 'tag', 'Hidden')
+    await addEntry(db.sql, { termIds: [shown] })
+    await addEntry(db.sql, { status: 'draft', termIds: [hidden, shown] })
+    await addEntry(db.sql, { status: 'scheduled', publishedAt: new Date(Date.now() + 86_400_000), termIds: [hidden] })
+    const [{ at }] = await db.sql<{ at: Date }[]>`select now() + interval '1500 milliseconds' as at`
+    await addEntry(db.sql, { publishedAt: at, termIds: [hidden] })
+    const cached = await cachedTestApp(db.url, { CACHE_MAX_AGE: '300' })
+    try {
+      const terms = '/api/v1/taxonomies/tag/terms'
+      const before = await cached.get(terms)
+      expect(before.body).toEqual({ data: [{ id: shown, name: 'Shown', slug: 'shown', total: 1 }], meta: { current_page: 1, last_page: 1, per_page: 20, total: 1 } })
+      expect(before.text).not.toContain('hidden')
+      // The answer lives until the go-live, no longer (C33, C36).
+      expect(before.headers.get('cache-control')).toMatch(/^public, (max-age=1|no-cache)$/)
+      expect((await cached.get(terms)).headers.get('x-cache')).toBe('HIT')
+      expect((await cached.get('/api/v1/content-types')).body.data.find((type: any) => type.slug === 'post').total).toBe(1)
+      // Wait for the database's clock, not ours.
+      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${at} as passed`)[0].passed === false) await Bun.sleep(50)
+      const after = await cached.get(terms)
+      expect(after.headers.get('x-cache')).toBe('MISS')
+      expect(after.body.data).toEqual([
+        { id: hidden, name: 'Hidden', slug: 'hidden', total: 1 },
+        { id: shown, name: 'Shown', slug: 'shown', total: 1 },
+      ])
+      expect((await cached.get('/api/v1/content-types')).body.data.find((type: any) => type.slug === 'post').total).toBe(2)
+    } finally {
+      await cached.close()
+    }
+  })
+})
