@@ -5,6 +5,7 @@ import { FilterRegistry } from '../src/hooks/registry'
 import { ConfigError, loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
 import { testApp, type TestApp } from './support/app'
+import { cachedTestApp, type CachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
 import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
 import { random } from './support/random'
@@ -403,8 +404,24 @@ describe('C48 property: a copy kept by sync equals a fresh sync', () => {
     }
   }
 
-  for (const [name, api] of [['without callbacks', () => plain], ['with a callback that reads the model', () => chained]] as const) {
+  let cached: CachedTestApp | undefined
+  afterAll(() => cached?.close())
+  /** Once the cache's listener has heard every write committed so far (notifications come in commit order): C36. */
+  async function settled(): Promise<void> {
+    if (!cached) return
+    const barrier = cached.nextChange('test_barrier')
+    await db.sql`select pg_notify('vitrine_changes', 'test_barrier:*')`
+    await barrier
+  }
+
+  const apis = [
+    ['without callbacks', () => plain],
+    ['with a callback that reads the model', () => chained],
+    ['with the cache on (C35, C36: sync pages are kept and dropped like lists)', () => cached!],
+  ] as const
+  for (const [name, api] of apis) {
     test(`random writes of every kind, go-lives and truncates between syncs (${name})`, async () => {
+      if (name.includes('cache')) cached ??= await cachedTestApp(db.url, {}, filters)
       await seed()
       const rng = random(name.length * 7919)
       const kept: Record<string, { copy: Copy; next: string }> = {}
@@ -420,6 +437,7 @@ describe('C48 property: a copy kept by sync equals a fresh sync', () => {
           }).catch(() => {})
         }
         if (round % 4 === 3) await Bun.sleep(350) // embargoed entries of the near future go live, with no write
+        await settled()
         for (const type of TYPES) {
           for (const lang of ['en', 'fr']) {
             const key = `${type}:${lang}`
