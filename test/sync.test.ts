@@ -194,6 +194,19 @@ describe('C48 each kind of write reaches exactly the entries that show it', () =
     })
   }
 
+  test('C2: an embargoed entry withdrawn or postponed before its time never shows in deleted, even asked after that time', async () => {
+    const withdrawn = await addEntry(db.sql, { publishedAt: new Date(Date.now() + 300) })
+    const postponed = await addEntry(db.sql, { publishedAt: new Date(Date.now() + 300) })
+    const live = await addEntry(db.sql)
+    const { next } = await follow(plain, '/api/v1/sync/post')
+    await db.sql`update entries set status = 'draft' where id = ${withdrawn}`
+    await db.sql`update entries set published_at = now() + interval '1 day' where id = ${postponed}`
+    await db.sql`update entries set status = 'draft' where id = ${live}`
+    await Bun.sleep(400)
+    const delta = await plain.get(next)
+    expect([delta.body.data, delta.body.deleted]).toEqual([[], [live]])
+  })
+
   test('a go-live: an embargoed entry whose time comes is in the next delta, with no write', async () => {
     const soon = await addEntry(db.sql, { publishedAt: new Date(Date.now() + 400) })
     const { next, copy } = await follow(plain, '/api/v1/sync/post')
@@ -253,6 +266,13 @@ describe('C48 writers in flight', () => {
   })
 })
 
+/** The same sync URL with its token's mark set to `at`: a forged token. */
+function withMarkAt(token: string, at: string): string {
+  const decoded = JSON.parse(Buffer.from(token, 'base64url').toString())
+  decoded[3][3] = at
+  return `/api/v1/sync/post?lang=en&token=${Buffer.from(JSON.stringify(decoded)).toString('base64url')}`
+}
+
 describe('C48 sync tokens', () => {
   test('a malformed token, or one of another type or language, is 400 with the rule\'s message', async () => {
     await addLanguage(db.sql, 'fr')
@@ -268,6 +288,9 @@ describe('C48 sync tokens', () => {
       `/api/v1/sync/post?token=${token.slice(0, -3)}`,
       `/api/v1/sync/page?token=${token}`,
       `/api/v1/sync/post?lang=fr&token=${token}`,
+      // A mark on a day that does not exist (Date.parse takes it; PostgreSQL would not: a 500), and one in the future.
+      withMarkAt(token, '2027-02-30T00:00:00.000000Z'),
+      withMarkAt(token, '2999-01-01T00:00:00.000000Z'),
     ]) {
       const response = await plain.get(path)
       expect({ path, status: response.status, body: response.body }).toEqual({ path, status: 400, body: invalid })

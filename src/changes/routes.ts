@@ -65,7 +65,7 @@ export function syncRoutes({ sql, config, filters = new FilterRegistry(), log, l
         // Its kept counts drifted: written with the triggers off, so the change log missed writes too (sql/change-log.md).
         if (token && liveCounts?.countByScan(type)) throw expiredToken()
         const load = () =>
-          loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, withModel: !filters.isEmpty, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token })
+          loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, withModel: !filters.isEmpty, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token, retentionDays: config.syncRetentionDays })
         const read = await readAnswer(type, lang, [perPage, query.token ?? null], load)
         const { output, reads } = await prepare(request, read.value)
         return slot.send(request, set, read, output, reads)

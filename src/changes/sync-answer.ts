@@ -19,6 +19,8 @@ export interface SyncAnswerOptions {
   perPage: number
   /** The request's token; null starts a sync. */
   token: SyncToken | null
+  /** SYNC_RETENTION_DAYS: a kept page expires when its tokens would (C48). */
+  retentionDays: number
 }
 
 /**
@@ -46,13 +48,26 @@ export async function loadSyncAnswer(options: SyncAnswerOptions): Promise<Loaded
   const sync = { deleted: page.deleted, meta: nextUrls(options, page, token, language) }
   const surrogateKeys = [`type-${encodeURIComponent(options.type)}`, ...page.rows.map((row) => `entry-${row.id}`)].join(' ')
   const languages = page.languages
-  const loaded = { typeId: page.typeId, expiresInMs: page.goLiveInSeconds === null ? Infinity : Math.max(0, page.goLiveInSeconds * 1000), language: page.languages.selected }
+  const goLiveMs = page.goLiveInSeconds === null ? Infinity : Math.max(0, page.goLiveInSeconds * 1000)
+  const loaded = { typeId: page.typeId, expiresInMs: Math.min(goLiveMs, retainedMs(token, options.retentionDays)), language: page.languages.selected }
   const base = { status: 200 as const, surrogateKeys, languages, meta: null, link: null, sync }
   if (options.withModel) {
     return { ...loaded, value: { ...base, rendered: null, rows: page.rows }, bytes: JSON.stringify(page.rows).length * 2 + 1024 }
   }
   const rendered = render(syncBody(page.rows.map((row) => toItem(row, options.mediaBaseUrl)), sync))
   return { ...loaded, value: { ...base, rendered, rows: [] }, bytes: rendered.body.byteLength + surrogateKeys.length * 2 + 256 }
+}
+
+/**
+ * How long a page may be kept: until the oldest mark of its request's token
+ * (or, starting a sync, of the tokens it hands out: now) is older than
+ * SYNC_RETENTION_DAYS. Kept longer, it would answer 200 to a token due a 410, or
+ * hand every client a next URL already expired (a loop of 410s and new syncs).
+ */
+function retainedMs(token: SyncToken | null, retentionDays: number): number {
+  const marks = [token?.since, token?.until].filter((mark): mark is NonNullable<typeof mark> => mark != null).map((mark) => Date.parse(mark.at))
+  const oldest = Math.min(Date.now(), ...marks)
+  return Math.max(0, oldest + retentionDays * 86_400_000 - Date.now())
 }
 
 /**

@@ -45,6 +45,17 @@ interface SyncResultRow extends ResultRow {
 }
 
 /**
+ * C47: a delta costs the changes since its token (and a token is only JSON:
+ * anyone can ask for a month of the log), and a page of more entries than a
+ * list's most (100) costs its size: both run in the pool's heavy lane. A first
+ * sync's pages of up to 100 walk the type by id, as cheap as a list page.
+ * @example isHeavySync({ since: null, limit: 100 }) // false
+ */
+export function isHeavySync(options: Pick<SyncPageOptions, 'since' | 'limit'>): boolean {
+  return options.since !== null || options.limit > 100
+}
+
+/**
  * One page of a sync in one statement (C48): the type, the language, the
  * change log's mark in the statement's own snapshot, and up to `limit`
  * entries by id, each either live (an item, as in lists) or gone from the
@@ -52,7 +63,7 @@ interface SyncResultRow extends ResultRow {
  * @example await readSyncPage(sql, { type: 'post', lang: undefined, since: null, afterId: 0, limit: 100, withModel: false, timeoutMs: 5000 })
  */
 export async function readSyncPage(sql: Sql, options: SyncPageOptions): Promise<SyncPage> {
-  const [result] = await runRead(sql, () => syncStatement(sql, options), options.timeoutMs)
+  const [result] = await runRead(sql, () => syncStatement(sql, options), options.timeoutMs, { heavy: isHeavySync(options) })
   const languages = languagesOf(result)
   return {
     ...headerOf(result),
@@ -139,17 +150,17 @@ function changedEntries(sql: Sql, since: LogMark, afterId: number, limit: number
   const inProgress = `{${since.inProgress.join(',')}}`
   return sql`
     logged as (
-      select c.entry_id, c.left_from, c.shared_table, c.shared_id, c.content_type_id
+      select c.entry_id, c.left_from, c.changed_at, c.shared_table, c.shared_id, c.content_type_id
       from change_log c
       where c.content_type_id = (select id from content_type)
         and c.position > ${since.typePosition}::int8
       union all
-      select c.entry_id, c.left_from, c.shared_table, c.shared_id, c.content_type_id
+      select c.entry_id, c.left_from, c.changed_at, c.shared_table, c.shared_id, c.content_type_id
       from change_log c
       where c.content_type_id is null
         and c.position > ${since.sharedPosition}::int8
       union all
-      select c.entry_id, c.left_from, c.shared_table, c.shared_id, c.content_type_id
+      select c.entry_id, c.left_from, c.changed_at, c.shared_table, c.shared_id, c.content_type_id
       from (
         select *
         from change_log c
@@ -169,7 +180,10 @@ function changedEntries(sql: Sql, since: LogMark, afterId: number, limit: number
       ) as changed
     ),
     touched as (
-      select l.entry_id as id, l.left_from
+      -- was_live: live in the type when the write took it away (its time had come then): a
+      -- client may hold it. Read at the write's time, not now: an entry postponed or withdrawn
+      -- before its time never was live, and its id is never shown (C2).
+      select l.entry_id as id, l.left_from <= l.changed_at as was_live
       from logged l
       where l.entry_id is not null
       union all
@@ -213,7 +227,7 @@ function changedEntries(sql: Sql, since: LogMark, afterId: number, limit: number
     page_candidates as (
       select t.id, ${liveInType(sql)} as live
       from (
-        select id, bool_or(left_from <= now()) as may_be_held
+        select id, bool_or(was_live) as may_be_held
         from touched
         where id > ${afterId}::int8
         group by id

@@ -74,8 +74,24 @@ function readMark(value: unknown): LogMark | null {
   const digits = (text: unknown) => typeof text === 'string' && /^\d{1,18}$/.test(text)
   if (!digits(typePosition) || !digits(sharedPosition)) throw invalidToken()
   if (!Array.isArray(inProgress) || inProgress.length > MAX_IN_PROGRESS || !inProgress.every(digits)) throw invalidToken()
-  if (typeof at !== 'string' || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(at) || Number.isNaN(Date.parse(at))) throw invalidToken()
+  if (typeof at !== 'string' || !isPastInstant(at)) throw invalidToken()
   return { typePosition, sharedPosition, inProgress, at }
+}
+
+/**
+ * A mark's time as the service writes it (`2026-11-24T18:00:00.123456Z`), a real
+ * instant (Date.parse takes 30 February as 2 March; PostgreSQL refuses it) and
+ * not in the future (no token of ours is, give or take the database's clock against
+ * ours): anything else is a forged token.
+ */
+/** How far the database's clock, which writes the marks, may run ahead of the service's. */
+const CLOCK_SLACK_MS = 86_400_000
+
+function isPastInstant(at: string): boolean {
+  if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(at)) return false
+  const ms = Date.parse(at)
+  // Microseconds are past what a Date holds: compare up to the milliseconds.
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23) && ms <= Date.now() + CLOCK_SLACK_MS
 }
 
 function isId(value: unknown): value is number {

@@ -84,12 +84,38 @@ export async function runRead<T extends readonly Row[]>(pool: object, build: () 
   }
   const deadline = performance.now() + timeoutMs
   const lane = heavy ? heavyLaneOf(pool) : undefined
-  const leave = lane ? await enterLane(lane, timeoutMs) : undefined
-  try {
-    return await runWithin(state, build, deadline, leave !== undefined)
-  } finally {
-    leave?.()
+  if (!lane) return runWithin(state, build, deadline, false)
+  const leave = await enterLane(lane, timeoutMs)
+  // Admitted with too little time left to answer: give the place on rather than send a statement bound to be cancelled.
+  if (deadline - performance.now() < Math.min(MIN_HEAVY_TIME_MS, timeoutMs / 10)) {
+    leave()
+    throw new DatabaseUnavailableError('busy', new LaneRefusal('HEAVY_WAIT_TIMEOUT', 'A heavy place came free too late to run the statement within the deadline.'))
   }
+  const sent: { statement?: Promise<unknown> } = {}
+  try {
+    return await runWithin(state, build, deadline, true, sent)
+  } finally {
+    leaveWhenSettled(leave, sent.statement, timeoutMs)
+  }
+}
+
+/** A heavy statement admitted with less time than this left is not sent (C47). */
+const MIN_HEAVY_TIME_MS = 50
+
+/**
+ * A statement given up on (its deadline passed) was cancelled, but runs until
+ * the server sees the cancel: its heavy place is given back when it has
+ * settled, so that no more than DATABASE_HEAVY_MAX heavy statements run at
+ * once. A server that never answers (its connection neither answers nor
+ * closes) would keep the place for good: it comes back after `graceMs` anyway.
+ */
+function leaveWhenSettled(leave: () => void, statement: Promise<unknown> | undefined, graceMs: number): void {
+  if (!statement) return leave()
+  const timer = setTimeout(leave, graceMs)
+  statement.then(
+    () => (clearTimeout(timer), leave()),
+    () => (clearTimeout(timer), leave()),
+  )
 }
 
 async function enterLane(lane: NonNullable<ReturnType<typeof heavyLaneOf>>, waitMs: number): Promise<() => void> {
@@ -102,9 +128,10 @@ async function enterLane(lane: NonNullable<ReturnType<typeof heavyLaneOf>>, wait
 }
 
 /** The statement, retried once on a lost connection, within the deadline. */
-async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () => PendingQuery<T>, deadline: number, keepConnection: boolean): Promise<T> {
+async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () => PendingQuery<T>, deadline: number, keepConnection: boolean, sent: { statement?: Promise<unknown> } = {}): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const statement = build()
+    sent.statement = statement
     // The driver's per-statement hook (connection.js execute): false marks the connection full until the statement ends.
     if (keepConnection) (statement as unknown as { options: { onexecute?: () => boolean } }).options.onexecute = () => false
     try {

@@ -565,4 +565,10 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'src/config.ts', find: ": readText(env, 'DATABASE_URL') === undefined,", replace: ': true,' }],
     tests: [DISCOVERY_ROUTES],
   },
+  {
+    id: 'sync-deleted-at-read-time',
+    regression: 'C48/C2: an embargoed entry withdrawn before its time shows in deleted once that time has passed',
+    edits: [{ file: 'src/changes/sync-statement.ts', find: 'l.left_from <= l.changed_at as was_live', replace: 'l.left_from <= now() as was_live' }],
+    tests: SYNC,
+  },
 ]
