@@ -5,6 +5,8 @@ import type { LiveCountCheck } from './content/live-count-check'
 import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
 import { syncRoutes } from './changes/routes'
+import { eventRoutes } from './changes/event-routes'
+import type { EventFeed } from './changes/event-feed'
 import { discoveryRoutes } from './discovery/routes'
 import { demoMedia } from './demo/media'
 import { corsPolicy } from './http/cors'
@@ -26,6 +28,8 @@ export interface AppDependencies {
   cache?: AnswerCache
   /** Which types' live entries are counted one by one, their kept count having drifted (C18); none without it. */
   liveCounts?: LiveCountCheck
+  /** The event stream's feed (C49); without it, the stream answers 503. */
+  events?: EventFeed
 }
 
 /** The whole HTTP service, not listening. */
@@ -57,6 +61,7 @@ export function createApp(dependencies: AppDependencies): App {
     .use(healthRoutes(dependencies))
     .use(contentRoutes({ ...dependencies, filters }, slot))
     .use(syncRoutes({ ...dependencies, filters }, slot))
+    .use(eventRoutes(dependencies))
     .use(discoveryRoutes(dependencies, slot))
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
   const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)

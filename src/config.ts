@@ -51,6 +51,8 @@ export interface Config {
   liveCountCheckSeconds: number
   /** SYNC_RETENTION_DAYS: how long a sync token stays good (C48); the change log keeps its rows as long (sql/change-log.md). */
   syncRetentionDays: number
+  /** EVENTS_MAX_SUBSCRIBERS: event streams one process holds at once (C49); beyond it, 503. */
+  eventsMaxSubscribers: number
   /** WORKERS: processes serving the port together. */
   workers: number
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
@@ -104,6 +106,7 @@ export function loadConfig(env: Env): Config {
     databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
     liveCountCheckSeconds: readInteger(env, 'LIVE_COUNT_CHECK_SECONDS', 600, 0, 86_400),
     syncRetentionDays: readInteger(env, 'SYNC_RETENTION_DAYS', 30, 1, 3650),
+    eventsMaxSubscribers: readInteger(env, 'EVENTS_MAX_SUBSCRIBERS', 10_000, 0, 1_000_000),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
     demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,

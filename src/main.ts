@@ -1,6 +1,7 @@
 import { isIPv6 } from 'node:net'
 import { createApp } from './app'
-import { listenForChanges, type ChangeListener } from './cache/change-listener'
+import { everyHandler, listenForChanges, type ChangeListener } from './cache/change-listener'
+import { EventFeed } from './changes/event-feed'
 import { ContentCache } from './cache/content-cache'
 import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
@@ -30,6 +31,7 @@ runCommand(async () => {
   const sql = openReadPool(target.url, settings)
 
   let listener: ChangeListener | undefined
+  let events: EventFeed | undefined
   let liveCounts: LiveCountCheck | undefined
   let listening: ReturnType<typeof listen>
   try {
@@ -41,13 +43,16 @@ runCommand(async () => {
     }
     // C35/C36: answers from memory while the database's change notifications are heard.
     const cache = settings.cache ? new ContentCache<SlotAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
-    listener = cache && listenForChanges(settings.databaseListenUrl ?? target.url, cache, { timeoutMs: settings.databaseTimeoutMs, log })
+    // C49: the event stream is fed by the same notifications, read from the change log.
+    events = new EventFeed({ sql, log, timeoutMs: settings.databaseTimeoutMs, maxSubscribers: settings.eventsMaxSubscribers, retentionDays: settings.syncRetentionDays })
+    listener = listenForChanges(settings.databaseListenUrl ?? target.url, everyHandler(cache ? [cache, events] : [events]), { timeoutMs: settings.databaseTimeoutMs, log })
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
-    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache, liveCounts }))
+    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache, liveCounts, events }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
+    events?.close()
     liveCounts?.stop()
     await listener?.stop()
     await sql.end({ timeout: 1 })
@@ -73,6 +78,8 @@ runCommand(async () => {
     stopping = signal
     const started = performance.now()
     log.info('shutting down: finishing requests in flight', { signal, graceMs: config.shutdownGraceMs })
+    // Event streams never finish by themselves: they end now, and their clients reconnect elsewhere.
+    events?.close()
     const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(config.shutdownGraceMs).then(() => false)])
     if (!drained) {
       log.warn('grace period over: closing the remaining connections')

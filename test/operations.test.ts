@@ -195,6 +195,25 @@ describe('graceful shutdown', () => {
   }, 30_000)
 })
 
+describe('graceful shutdown with event streams open (C49)', () => {
+  test('SIGTERM ends every event stream at once: the process exits long before SHUTDOWN_GRACE_MS', async () => {
+    const service = await startService({ DATABASE_URL: db.url, PORT: '0', SHUTDOWN_GRACE_MS: '60000' })
+    cleanups.push(async () => {
+      if (service.process.exitCode === null) service.process.kill('SIGKILL')
+    })
+    const response = await fetch(`${service.url}/api/v1/events`)
+    const reader = response.body!.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toMatch(/^id: \d+\.\d+/)
+    const started = performance.now()
+    service.process.kill('SIGTERM')
+    // The stream ends (no error: the server closes it), then the process exits.
+    for (;;) if ((await reader.read()).done) break
+    expect(await service.process.exited).toBe(0)
+    // Waiting for the stream would have taken the whole grace period (60 s).
+    expect(performance.now() - started).toBeLessThan(20_000)
+  }, 40_000)
+})
+
 describe('database outages (C22), with a PostgreSQL of the test’s own', () => {
   test('while it is down: a bounded 503 with Retry-After; when it is back: 200 without a restart', async () => {
     const { dataDir, cluster } = await ownDatabase('vitrine-outage-')

@@ -3,10 +3,10 @@ import { t } from 'elysia'
 import { CONTENT_ITEM_HOOK } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
 import { ConfigError, loadConfig } from '../src/config'
-import { connectDatabase } from '../src/db/connect'
 import { testApp, type TestApp } from './support/app'
 import { cachedTestApp, type CachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
+import { writeInFlight } from './support/writer-in-flight'
 import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
 import { random } from './support/random'
 
@@ -240,29 +240,14 @@ describe('C48 writers in flight', () => {
     const slow = await addEntry(db.sql)
     const quick = await addEntry(db.sql)
     const { next } = await follow(plain, '/api/v1/sync/post')
-    const writer = connectDatabase(db.url, { max: 1 })
-    try {
-      let commit!: () => void
-      const held = new Promise<void>((resolve) => (commit = resolve))
-      let written!: () => void
-      const wrote = new Promise<void>((resolve) => (written = resolve))
-      // Takes its position first, commits last.
-      const transaction = writer.begin(async (tx) => {
-        await tx`update entry_translations set title = 'slow' where entry_id = ${slow}`
-        written()
-        await held
-      })
-      await wrote
-      await db.sql`update entry_translations set title = 'quick' where entry_id = ${quick}`
-      const between = await plain.get(next)
-      expect(between.body.data.map((item: any) => item.title)).toEqual(['quick'])
-      commit()
-      await transaction
-      const after = await plain.get(relative(between.body.meta.next_sync_url))
-      expect(after.body.data.map((item: any) => item.title)).toEqual(['slow'])
-    } finally {
-      await writer.end()
-    }
+    // Takes its position first, commits last.
+    const slowWrite = await writeInFlight(db.url, (tx) => tx`update entry_translations set title = 'slow' where entry_id = ${slow}`)
+    await db.sql`update entry_translations set title = 'quick' where entry_id = ${quick}`
+    const between = await plain.get(next)
+    expect(between.body.data.map((item: any) => item.title)).toEqual(['quick'])
+    await slowWrite.commit()
+    const after = await plain.get(relative(between.body.meta.next_sync_url))
+    expect(after.body.data.map((item: any) => item.title)).toEqual(['slow'])
   })
 })
 

@@ -30,6 +30,19 @@ export interface ChangeHandlers {
   onLanguages(languages: LanguageSet): void
 }
 
+/**
+ * One set of handlers that tells each of `handlers`, in order (the cache, then the event feed).
+ * @example listenForChanges(url, everyHandler([cache, feed]), options)
+ */
+export function everyHandler(handlers: ChangeHandlers[]): ChangeHandlers {
+  return {
+    onListening: (languages) => handlers.forEach((each) => each.onListening(languages)),
+    onLost: () => handlers.forEach((each) => each.onLost()),
+    onChange: (change) => handlers.forEach((each) => each.onChange(change)),
+    onLanguages: (languages) => handlers.forEach((each) => each.onLanguages(languages)),
+  }
+}
+
 export interface ChangeListener {
   stop(): Promise<void>
 }

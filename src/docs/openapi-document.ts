@@ -3,6 +3,9 @@ import { DEFAULT_PER_PAGE, MAX_PER_PAGE, MAX_SEARCH_LENGTH, MAX_TERM_PAIRS } fro
 import { LIST_PATH, SHOW_PATH } from '../content/routes'
 import { DEFAULT_SYNC_PER_PAGE, MAX_SYNC_PER_PAGE } from '../changes/sync-answer'
 import { SYNC_PATH } from '../changes/routes'
+import { EVENTS_PATH } from '../changes/event-routes'
+import { INVALID_EVENT_ID } from '../changes/event-mark'
+import { MAX_IDS_PER_EVENT } from '../changes/event-statement'
 import { EXPIRED_TOKEN, INVALID_TOKEN } from '../changes/sync-token'
 import { Alternate, Author, ErrorBody, FeaturedImage, ListMeta, Term, itemSelection, listBody, showBody, syncBody } from '../content/schemas'
 import { CONTENT_TYPES_PATH, LANGUAGES_PATH, TAXONOMIES_PATH, TERMS_PATH } from '../discovery/routes'
@@ -259,6 +262,40 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
         }),
         ...refusals('Sync', 'sync'),
       },
+      [EVENTS_PATH]: {
+        ...answered({
+          operationId: 'streamEvents',
+          tags: ['sync'],
+          summary: 'A live stream of what changed (Server-Sent Events)',
+          description: [
+            'A `text/event-stream` that stays open (C49). After each commit that may change items, and at the second an embargoed entry',
+            'goes live, one `event: change` per type, `data: {"type": "post", "ids": [1, 2]}`: the entries whose items may have changed or',
+            `stopped being live (\`"ids": null\`: anything of the type, as after a custom field or a language changed, or past ${MAX_IDS_PER_EVENT}`,
+            'entries). Each event has an `id:`; a client that reconnects with it in `Last-Event-ID` (EventSource does) gets what it missed',
+            'from the change log first, or `event: reset` (`data: {}`) when that is older than the retention: sync again. The stream opens',
+            'with an `id:` line alone, and a comment line (`:`) comes every 15 s. Streams per process are bounded (`EVENTS_MAX_SUBSCRIBERS`);',
+            'a client that does not read is dropped. A graceful stop ends every stream: reconnect.',
+          ].join('\n'),
+          parameters: [ref('parameters', 'EventTypes'), ref('parameters', 'LastEventId')],
+          responses: {
+            '200': {
+              description: 'The stream: `Cache-Control: no-store`.',
+              headers: headers(...EVERY_ANSWER, 'Cache-Control'),
+              content: {
+                'text/event-stream': {
+                  schema: { type: 'string' },
+                  example: 'id: 41.1795551032630679\n\nevent: change\nid: 42.1795551032642072\ndata: {"type":"post","ids":[7]}\n\n:\n\n',
+                },
+              },
+            },
+            '400': errorResponse('`Last-Event-ID` is not an id this stream sent.', [INVALID_EVENT_ID], EVERY_ANSWER),
+            '404': errorResponse('`types` names a content type that does not exist.', ['Content type not found.'], EVERY_ANSWER),
+            '500': ref('responses', 'InternalError'),
+            '503': ref('responses', 'ServiceUnavailable'),
+          },
+        }),
+        ...refusals('Events', 'sync'),
+      },
       [LANGUAGES_PATH]: {
         ...answered(discoveryList('listLanguages', 'List the languages', "Every configured language, ordered by code; `is_default` marks the site's default (C46).", 'LanguageList')),
         ...refusals('Languages', 'discovery'),
@@ -438,6 +475,18 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
           in: 'query',
           description: `Entries per page of a sync (live and deleted together), in decimal digits. A value above ${MAX_SYNC_PER_PAGE} is clamped to ${MAX_SYNC_PER_PAGE}; anything else is a 400.`,
           schema: { type: 'integer', minimum: 1, default: DEFAULT_SYNC_PER_PAGE },
+        },
+        EventTypes: {
+          name: 'types',
+          in: 'query',
+          description: 'Content type slugs, comma-separated: only their events. Absent or empty: every type. Each must exist (404).',
+          schema: { type: 'string', examples: ['post,page'] },
+        },
+        LastEventId: {
+          name: 'Last-Event-ID',
+          in: 'header',
+          description: 'The `id` of the last event received: the stream starts with what changed since (EventSource sends it when it reconnects).',
+          schema: { type: 'string', pattern: '^\\d{1,18}\\.\\d{1,18}(\\.\\d{1,20}(-\\d{1,20})*)?$', examples: ['42.1795551032642072'] },
         },
         SyncToken: {
           name: 'token',

@@ -36,6 +36,7 @@ const SYNC = ['test/sync.test.ts']
 const FIELDS = ['test/fields-alternates.test.ts']
 const DISCOVERY_TOTALS = 'test/discovery-totals.test.ts'
 const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
+const EVENTS = ['test/events.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -570,5 +571,41 @@ export const MUTANTS: Mutant[] = [
     regression: 'C48/C2: an embargoed entry withdrawn before its time shows in deleted once that time has passed',
     edits: [{ file: 'src/changes/sync-statement.ts', find: 'l.left_from <= l.changed_at as was_live', replace: 'l.left_from <= now() as was_live' }],
     tests: SYNC,
+  },
+  {
+    id: 'events-never-live',
+    regression: 'C49/C2: the event stream names drafts and embargoed entries written, before their time',
+    edits: [{ file: 'src/changes/event-statement.ts', find: 'where coalesce(e.content_type_id = t.type_id and ${isLive(sql)}, false)\n        or t.may_be_held', replace: 'where true' }],
+    tests: EVENTS,
+  },
+  {
+    id: 'events-in-flight',
+    regression: 'C49: a write whose transaction commits after a later one is never told (the mark forgets the transactions in flight)',
+    edits: [{ file: 'src/changes/event-statement.ts', find: 'where c.xid = any (${inProgress}::xid8[])', replace: 'where false' }],
+    tests: EVENTS,
+  },
+  {
+    id: 'events-no-go-live',
+    regression: 'C49/C1: an embargoed entry going live is told only at the next write, not at its second',
+    edits: [{ file: 'src/changes/event-feed.ts', find: 'if (read.nextGoLiveInMs !== null) this.#goLive', replace: 'if (false) this.#goLive' }],
+    tests: EVENTS,
+  },
+  {
+    id: 'events-ids-skip',
+    regression: 'C49: every event of a read carries the read\'s last position: a client cut off between two resumes past the second',
+    edits: [{ file: 'src/changes/event-feed.ts', find: 'index === mine.length - 1 ? endId : startId', replace: 'endId' }],
+    tests: EVENTS,
+  },
+  {
+    id: 'events-slow-kept',
+    regression: 'C49: a subscriber that never reads is kept, its backlog growing without bound',
+    edits: [{ file: 'src/changes/event-subscriber.ts', find: 'if (chunk.byteLength > (this.#controller.desiredSize ?? 0)) return this.drop()\n', replace: '' }],
+    tests: EVENTS,
+  },
+  {
+    id: 'events-stop-waits',
+    regression: 'C49: SIGTERM waits SHUTDOWN_GRACE_MS for the event streams, which never end by themselves',
+    edits: [{ file: 'src/main.ts', find: "    // Event streams never finish by themselves: they end now, and their clients reconnect elsewhere.\n    events?.close()\n", replace: '' }],
+    tests: ['test/operations.test.ts'],
   },
 ]

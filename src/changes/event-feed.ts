@@ -1,0 +1,257 @@
+import type { Change, ChangeHandlers } from '../cache/change-listener'
+import type { Sql } from '../db/connect'
+import { contentTypeNotFound, serviceUnavailable } from '../http/errors'
+import type { Logger } from '../log'
+import { encodeEventMark, type EventMark } from './event-mark'
+import { readChangesSince, type ChangesRead, type TypeChange } from './event-statement'
+import { EventSubscriber } from './event-subscriber'
+
+export interface EventFeedOptions {
+  sql: Sql
+  log: Logger
+  /** DATABASE_TIMEOUT_MS, for each read of the change log. */
+  timeoutMs: number
+  /** EVENTS_MAX_SUBSCRIBERS: streams held at once; beyond, 503. */
+  maxSubscribers: number
+  /** SYNC_RETENTION_DAYS: a mark older than this gets `event: reset`. */
+  retentionDays: number
+  /** How often an idle stream gets a comment line (C49: 15 s). */
+  heartbeatMs?: number
+  /** The most a client that does not read may have queued before it is dropped. */
+  maxBacklogBytes?: number
+}
+
+export interface SubscribeOptions {
+  /** Type slugs; null: every type. Each must be a type (404 as C5). */
+  types: string[] | null
+  /** The client's `Last-Event-ID`, read back; null: from now on. */
+  since: EventMark | null
+  /** Closes the client's connection at once (the server's `timeout`), when it is dropped. */
+  closeConnection?: () => void
+}
+
+const HEARTBEAT_MS = 15_000
+const MAX_BACKLOG_BYTES = 256 * 1024
+/** After a failed read of the log, the next try. */
+const RETRY_MS = 1000
+/** setTimeout's longest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+const MICROS_PER_DAY = 86_400_000_000n
+
+const encoder = new TextEncoder()
+const HEARTBEAT = encoder.encode(':\n\n')
+
+/**
+ * The event stream's source in one process (C49): one read of the change log
+ * per burst of notifications (or go-live, or reconnection of the listener),
+ * whatever the number of subscribers, fanned out to each subscriber's
+ * stream as `change` events. Reads start from the feed's mark, so a
+ * notification missed while the listener reconnected is read all the same.
+ * Without subscribers it reads nothing.
+ * @example const feed = new EventFeed({ sql, log, timeoutMs: 5000, maxSubscribers: 10000, retentionDays: 30 })
+ */
+export class EventFeed implements ChangeHandlers {
+  readonly #options: Required<EventFeedOptions>
+  readonly #subscribers = new Set<EventSubscriber>()
+  /** Where the next read starts; null while nobody subscribes. */
+  #mark: EventMark | null = null
+  #types: ReadonlySet<string> = new Set()
+  #reading: Promise<void> | null = null
+  #readAgain = false
+  #goLive: ReturnType<typeof setTimeout> | undefined
+  #retry: ReturnType<typeof setTimeout> | undefined
+  #heartbeat: ReturnType<typeof setInterval> | undefined
+  #closed = false
+  /** Counts the times the mark was forgotten: a read from an older one is dropped. */
+  #generation = 0
+  /** Why the latest read failed; null when it did not. */
+  #failure: unknown = null
+
+  constructor(options: EventFeedOptions) {
+    this.#options = { heartbeatMs: HEARTBEAT_MS, maxBacklogBytes: MAX_BACKLOG_BYTES, ...options }
+  }
+
+  /** Streams open now. */
+  get subscribers(): number {
+    return this.#subscribers.size
+  }
+
+  /**
+   * A new stream: from now on, or from the client's mark (its catch-up read
+   * first, in the heavy lane: a mark can be a month old). Refused with 503
+   * when the feed is full or stopping, or the database cannot be read.
+   */
+  async subscribe(options: SubscribeOptions): Promise<ReadableStream<Uint8Array>> {
+    this.#admit()
+    // The first subscriber starts from now, not from a mark read for nobody.
+    if (this.#subscribers.size === 0) this.#forget()
+    await this.#ready()
+    for (const type of options.types ?? []) {
+      if (!this.#types.has(type)) throw contentTypeNotFound()
+    }
+    this.#admit()
+    const subscriber = new EventSubscriber(
+      options.types && new Set(options.types),
+      this.#options.maxBacklogBytes,
+      (ended, dropped) => this.#remove(ended, dropped),
+      options.closeConnection ?? (() => {}),
+      { holding: options.since !== null },
+    )
+    this.#add(subscriber)
+    if (options.since === null) {
+      // An id only, no event: a client that reconnects before any event resumes from here.
+      subscriber.send(encoder.encode(`id: ${encodeEventMark(this.#mark!)}\n\n`))
+      return subscriber.stream
+    }
+    try {
+      subscriber.release(await this.#catchUp(options.since, subscriber.types))
+    } catch (error) {
+      subscriber.close()
+      throw error
+    }
+    return subscriber.stream
+  }
+
+  /** The end of a graceful stop: every stream ends, none is accepted any more. */
+  close(): void {
+    this.#closed = true
+    clearTimeout(this.#goLive)
+    clearTimeout(this.#retry)
+    clearInterval(this.#heartbeat)
+    for (const subscriber of [...this.#subscribers]) subscriber.close()
+  }
+
+  onListening(): void {
+    // Anything committed while nobody listened is in the log after the mark.
+    if (this.#mark !== null) this.#requestRead()
+  }
+
+  onLost(): void {}
+
+  onChange(_change: Change): void {
+    if (this.#mark !== null) this.#requestRead()
+  }
+
+  onLanguages(): void {}
+
+  #admit(): void {
+    if (this.#closed || this.#subscribers.size >= this.#options.maxSubscribers) {
+      if (!this.#closed) this.#options.log.warn('event stream refused: EVENTS_MAX_SUBSCRIBERS streams are open', { max: this.#options.maxSubscribers })
+      throw serviceUnavailable()
+    }
+  }
+
+  /** The feed has a mark and knows the types (one read, shared by everyone who waits). */
+  async #ready(): Promise<void> {
+    while (this.#mark === null) {
+      this.#requestRead()
+      await this.#reading
+      // A database fault is C22's 503 (the request policy answers it). Without a failure, the read
+      // was one that ended as the last subscriber left: read again.
+      if (this.#mark === null && this.#failure !== null) throw this.#failure
+    }
+  }
+
+  /** The client's changes since its mark, as one chunk; `event: reset` when the mark is too old or not this database's. */
+  async #catchUp(since: EventMark, types: ReadonlySet<string> | null): Promise<Uint8Array | null> {
+    const read = await readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: true })
+    const nowMicros = BigInt(Date.now()) * 1000n
+    const at = BigInt(since.atMicros)
+    const expired =
+      at < nowMicros - BigInt(this.#options.retentionDays) * MICROS_PER_DAY ||
+      (read.prunedBeforeMicros !== null && at < BigInt(read.prunedBeforeMicros)) ||
+      BigInt(since.position) > BigInt(read.mark.position)
+    if (expired) return encoder.encode(`event: reset\nid: ${encodeEventMark(read.mark)}\ndata: {}\n\n`)
+    const text = eventsText(read.changes, types, encodeEventMark(since), encodeEventMark(read.mark))
+    return text ? encoder.encode(text) : null
+  }
+
+  #requestRead(): void {
+    if (this.#closed) return
+    if (this.#reading) {
+      this.#readAgain = true
+      return
+    }
+    clearTimeout(this.#retry)
+    this.#reading = this.#read().finally(() => {
+      this.#reading = null
+      if (this.#readAgain) {
+        this.#readAgain = false
+        if (this.#mark !== null) this.#requestRead()
+      }
+    })
+  }
+
+  async #read(): Promise<void> {
+    const since = this.#mark
+    const generation = this.#generation
+    let read: ChangesRead
+    try {
+      read = await readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: false })
+      this.#failure = null
+    } catch (error) {
+      this.#failure = error
+      this.#options.log.warn('event stream: the change log could not be read; trying again', { error })
+      if (since !== null) this.#retry = setTimeout(() => this.#requestRead(), RETRY_MS)
+      return
+    }
+    // A read from a mark forgotten meanwhile is nobody's.
+    if (since !== null && generation !== this.#generation) return
+    // Nobody is left to tell: the next subscriber takes a fresh mark.
+    if (since !== null && this.#subscribers.size === 0) return this.#forget()
+    this.#mark = read.mark
+    this.#types = new Set(read.types)
+    if (since !== null) this.#dispatch(read.changes, encodeEventMark(since), encodeEventMark(read.mark))
+    clearTimeout(this.#goLive)
+    if (read.nextGoLiveInMs !== null) this.#goLive = setTimeout(() => this.#requestRead(), Math.min(MAX_TIMER_MS, read.nextGoLiveInMs + 5))
+  }
+
+  /** Each subscriber gets the events of its types in one chunk; subscribers asking the same types share its bytes. */
+  #dispatch(changes: TypeChange[], startId: string, endId: string): void {
+    if (changes.length === 0) return
+    const chunks = new Map<string, Uint8Array | null>()
+    for (const subscriber of [...this.#subscribers]) {
+      const key = subscriber.types === null ? '' : [...subscriber.types].join(',')
+      let chunk = chunks.get(key)
+      if (chunk === undefined) {
+        const text = eventsText(changes, subscriber.types, startId, endId)
+        chunk = text ? encoder.encode(text) : null
+        chunks.set(key, chunk)
+      }
+      if (chunk) subscriber.send(chunk)
+    }
+  }
+
+  #add(subscriber: EventSubscriber): void {
+    this.#subscribers.add(subscriber)
+    this.#heartbeat ??= setInterval(() => {
+      for (const each of [...this.#subscribers]) each.send(HEARTBEAT)
+    }, this.#options.heartbeatMs)
+  }
+
+  #remove(subscriber: EventSubscriber, dropped: boolean): void {
+    this.#subscribers.delete(subscriber)
+    if (dropped) this.#options.log.warn('event subscriber dropped: it did not read its backlog', { maxBacklogBytes: this.#options.maxBacklogBytes })
+    if (this.#subscribers.size === 0) this.#forget()
+  }
+
+  #forget(): void {
+    this.#generation++
+    this.#mark = null
+    clearTimeout(this.#goLive)
+    clearTimeout(this.#retry)
+    clearInterval(this.#heartbeat)
+    this.#heartbeat = undefined
+  }
+}
+
+/**
+ * The `change` events of `types` (null: all), in the order read. Every event
+ * but the last carries the mark the read started from, the last the mark it
+ * ended at: a client cut off between two of them resumes from the start, and
+ * may see an event twice, never miss one.
+ */
+function eventsText(changes: TypeChange[], types: ReadonlySet<string> | null, startId: string, endId: string): string {
+  const mine = types === null ? changes : changes.filter((change) => types.has(change.type))
+  return mine.map((change, index) => `event: change\nid: ${index === mine.length - 1 ? endId : startId}\ndata: ${JSON.stringify(change)}\n\n`).join('')
+}

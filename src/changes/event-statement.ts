@@ -1,0 +1,215 @@
+import type { PendingQuery, Row } from 'postgres'
+import type { Sql } from '../db/connect'
+import { runRead } from '../db/read'
+import { isLive, MAX_ID } from '../content/queries'
+import type { EventMark } from './event-mark'
+
+/** One `change` event's data (C49): the entries of a type that may have changed; null: anything of it. */
+export interface TypeChange {
+  type: string
+  ids: number[] | null
+}
+
+/** What one read of the change log found since a mark. */
+export interface ChangesRead {
+  /** By type slug; empty when nothing changed (or when read without a mark). */
+  changes: TypeChange[]
+  /** Where the next read starts. */
+  mark: EventMark
+  /** Every content type's slug, now. */
+  types: string[]
+  /** Milliseconds from the statement's now() to the next go-live of any type; null when none is ahead. */
+  nextGoLiveInMs: number | null
+  /** Marks made before this (microseconds since 1970) are expired: the log rows they need may be pruned. */
+  prunedBeforeMicros: string | null
+}
+
+/**
+ * Past this many entries of a type in one read, its event says `ids: null`
+ * (anything of the type): a bulk write costs a client one event, never a
+ * megabyte of ids.
+ */
+export const MAX_IDS_PER_EVENT = 1000
+
+interface ChangesRow {
+  changes: TypeChange[]
+  position: string
+  in_progress: string[]
+  at_micros: string
+  types: string[]
+  next_go_live_ms: number | null
+  pruned_before_micros: string | null
+}
+
+/**
+ * The changes of every type since `since` in one statement (C49), by the
+ * rules of a sync delta (sql/change-log.md): an entry's own rows, the
+ * entries that show a shared row written, every entry of a type when the log
+ * says so, the go-lives since the mark's time; each entry once, reported only
+ * when it is live now or was live when a write took it away (C2: an entry
+ * that never was live never shows). Without `since`, only the mark and the
+ * types. A mark a client sent costs the log since it: `heavy` (C47).
+ * @example await readChangesSince(sql, mark, { timeoutMs: 5000, heavy: false })
+ */
+export async function readChangesSince(sql: Sql, since: EventMark | null, options: { timeoutMs: number; heavy: boolean }): Promise<ChangesRead> {
+  const [row] = await runRead(sql, () => changesStatement(sql, since), options.timeoutMs, { heavy: options.heavy })
+  return {
+    changes: row.changes,
+    mark: { position: row.position, inProgress: row.in_progress, atMicros: row.at_micros },
+    types: row.types,
+    nextGoLiveInMs: row.next_go_live_ms,
+    prunedBeforeMicros: row.pruned_before_micros,
+  }
+}
+
+/** The statement of `readChangesSince`, not yet sent (the benchmark explains it). */
+export function changesStatement(sql: Sql, since: EventMark | null): PendingQuery<ChangesRow[]> {
+  // No mark: nothing is after the highest position, nor after now().
+  const position = since?.position ?? MAX_ID
+  const inProgress = `{${since?.inProgress.join(',') ?? ''}}`
+  const at = since === null ? sql`now()` : sql`'epoch'::timestamptz + ${since.atMicros}::int8 * interval '1 microsecond'`
+  return sql<ChangesRow[]>`
+    with types as (
+      select id, slug
+      from content_types
+    ),
+    logged as (
+      -- Each type's rows by change_log_type_position; the log has no index on position alone.
+      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
+      from types t
+      cross join lateral (
+        select *
+        from change_log c
+        where c.content_type_id = t.id
+          and c.position > ${position}::int8
+      ) c
+      union all
+      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
+      from change_log c
+      where c.content_type_id is null
+        and c.position > ${position}::int8
+      union all
+      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
+      from change_log c
+      where c.xid = any (${inProgress}::xid8[])
+    ),
+    whole_types as (
+      -- A custom field or the type itself changed; a language changed, or a table was truncated: every type.
+      select l.content_type_id as type_id
+      from logged l
+      where l.content_type_id is not null
+        and l.entry_id is null
+      union
+      select t.id
+      from types t
+      where exists (
+        select 1
+        from logged l
+        where l.shared_table is not null
+          and l.shared_id is null
+      )
+    ),
+    touched as (
+      -- was_live: live in its type when the write took it away (C2, as a sync delta's deleted).
+      select l.content_type_id as type_id, l.entry_id as id, l.left_from <= l.changed_at as was_live
+      from logged l
+      where l.entry_id is not null
+      union all
+      select e.content_type_id, e.id, null
+      from logged l
+      join entries e on e.author_id = l.shared_id
+      where l.shared_table = 'authors'
+      union all
+      select e.content_type_id, e.id, null
+      from logged l
+      join entries e on e.featured_image_id = l.shared_id
+      where l.shared_table = 'media'
+      union all
+      select e.content_type_id, e.id, null
+      from logged l
+      join entry_terms et on et.term_id = l.shared_id
+      join entries e on e.id = et.entry_id
+      where l.shared_table = 'terms'
+      union all
+      select e.content_type_id, e.id, null
+      from logged l
+      join terms term on term.taxonomy_id = l.shared_id
+      join entry_terms et on et.term_id = term.id
+      join entries e on e.id = et.entry_id
+      where l.shared_table = 'taxonomies'
+      union all
+      -- Go-lives: no write, only the clock (C1).
+      select t.id, g.id, null
+      from types t
+      cross join lateral (
+        select e.id
+        from entries e
+        where e.content_type_id = t.id
+          and e.status = 'published'
+          and e.published_at > ${at}
+          and e.published_at <= now()
+      ) g
+    ),
+    reported as (
+      select t.type_id, t.id
+      from (
+        select type_id, id, bool_or(was_live) as may_be_held
+        from touched
+        where type_id not in (select type_id from whole_types)
+        group by type_id, id
+      ) t
+      left join entries e on e.id = t.id
+      where coalesce(e.content_type_id = t.type_id and ${isLive(sql)}, false)
+        or t.may_be_held
+    ),
+    changed as (
+      select type_id, null::json as ids
+      from whole_types
+      union all
+      select type_id, case when count(*) > ${MAX_IDS_PER_EVENT}::int8 then null else json_agg(id order by id) end
+      from reported
+      group by type_id
+    )
+    select
+      (
+        select coalesce(json_agg(json_build_object('type', t.slug, 'ids', c.ids) order by t.slug), '[]'::json)
+        from changed c
+        join types t on t.id = c.type_id
+      ) as changes,
+      greatest(
+        (
+          select max(m.position)
+          from types t
+          cross join lateral (
+            select max(c.position) as position
+            from change_log c
+            where c.content_type_id = t.id
+          ) m
+        ),
+        (
+          select max(c.position)
+          from change_log c
+          where c.content_type_id is null
+        ),
+        0
+      )::text as position,
+      (select coalesce(json_agg(x::text), '[]'::json) from pg_snapshot_xip(pg_current_snapshot()) x) as in_progress,
+      (extract(epoch from now()) * 1000000)::int8::text as at_micros,
+      (select coalesce(json_agg(slug order by slug), '[]'::json) from types) as types,
+      (
+        select ceil(extract(epoch from min(n.at) - now()) * 1000)::int8
+        from types t
+        cross join lateral (
+          select min(e.published_at) as at
+          from entries e
+          where e.content_type_id = t.id
+            and e.status = 'published'
+            and e.published_at > now()
+        ) n
+      ) as next_go_live_ms,
+      (
+        select case when pruned_before = '-infinity' then null else (extract(epoch from pruned_before) * 1000000)::int8::text end
+        from change_log_state
+      ) as pruned_before_micros
+  `
+}

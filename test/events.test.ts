@@ -1,0 +1,300 @@
+import { afterAll, afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { encodeEventMark } from '../src/changes/event-mark'
+import { MAX_IDS_PER_EVENT } from '../src/changes/event-statement'
+import { createTestDatabase } from './support/database'
+import { writeInFlight } from './support/writer-in-flight'
+import { eventTestApp, type EventTestApp, type StreamReader } from './support/event-stream'
+import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
+
+/**
+ * C49: `GET /api/v1/events`, Server-Sent Events of what changed, from the
+ * notifications and the change log (C48's), resumable with Last-Event-ID.
+ */
+const db = await createTestDatabase()
+const api = await eventTestApp(db.url, { heartbeatMs: 300, maxSubscribers: 4, maxBacklogBytes: 4096 })
+afterAll(async () => {
+  await api.close()
+  await db.sql.end()
+})
+afterEach(() => api.cancelStreams())
+beforeEach(async () => {
+  await clearContent(db.sql)
+  await db.sql`delete from custom_fields`
+  await addContentType(db.sql, 'post')
+  await addContentType(db.sql, 'page')
+})
+
+type Received = { event: string; id: string; data: { type: string; ids: number[] | null } }
+
+/** Events until one satisfies `last` (the write a test made last): everything the stream said about the writes before it. */
+async function eventsUntil(stream: StreamReader, last: (event: Received) => boolean): Promise<Received[]> {
+  const events: Received[] = []
+  for (;;) {
+    const event = await stream.nextEvent()
+    events.push(event)
+    if (last(event)) return events
+  }
+}
+
+/** The ids each type's events named (null: anything of the type), merged. */
+function reached(events: Received[]): Record<string, number[] | null> {
+  const out: Record<string, number[] | null> = {}
+  for (const { data } of events) {
+    const before = out[data.type]
+    out[data.type] = data.ids === null || before === null ? null : [...new Set([...(before ?? []), ...data.ids])].sort((a, b) => a - b)
+  }
+  return out
+}
+
+/**
+ * A write whose event says "this is the last": an entry of a type whose slug
+ * sorts after the others (the events of one read come by type slug).
+ */
+async function marker(): Promise<(event: Received) => boolean> {
+  const id = await addEntry(db.sql, { type: MARKER })
+  return (event) => event.data.type === MARKER && (event.data.ids === null || event.data.ids.includes(id))
+}
+const MARKER = 'zz-marker'
+
+describe('C49 the stream', () => {
+  test('text/event-stream, no-store, CORS; it opens with an id and nothing else', async () => {
+    const { response, stream } = await api.open('/api/v1/events', { origin: 'https://app.example.com' })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toBe('text/event-stream')
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    expect(response.headers.get('access-control-allow-origin')).toBe('*')
+    const first = await stream.next()
+    expect(first).toEqual({ id: expect.stringMatching(/^\d+\.\d+(\.[\d-]+)?$/) })
+    await stream.cancel()
+  })
+
+  test('a comment line keeps an idle stream open (every 15 s by default; 300 ms here)', async () => {
+    const { stream } = await api.open()
+    await stream.next()
+    expect(await stream.next(3000)).toEqual({ comment: '' })
+    await stream.cancel()
+  })
+
+  test('HEAD answers the headers alone; POST is 405; OPTIONS is a CORS preflight', async () => {
+    const head = await api.app.handle(new Request('http://localhost/api/v1/events', { method: 'HEAD' }))
+    expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, 'text/event-stream', ''])
+    expect(api.feed.subscribers).toBe(0)
+    const post = await api.get('/api/v1/events', { method: 'POST' })
+    expect([post.status, post.body, post.headers.get('allow')]).toEqual([405, { error: 'Method not allowed.' }, 'GET, HEAD, OPTIONS'])
+    const preflight = await api.get('/api/v1/events', { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET', 'access-control-request-headers': 'last-event-id' } })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('last-event-id')
+  })
+
+  test('an unknown type in types is 404 as C5; a malformed Last-Event-ID is 400; neither opens a stream', async () => {
+    const unknown = await api.get('/api/v1/events?types=post,nope')
+    expect([unknown.status, unknown.body]).toEqual([404, { error: 'Content type not found.' }])
+    for (const id of ['abc', '1.2.x', '1', `1.${(BigInt(Date.now()) + 10n * 86_400_000n) * 1000n}`]) {
+      const bad = await api.get('/api/v1/events', { headers: { 'last-event-id': id } })
+      expect([id, bad.status, bad.body]).toEqual([id, 400, { error: 'The Last-Event-ID header is not an event id of this stream.' }])
+    }
+    expect(api.feed.subscribers).toBe(0)
+  })
+})
+
+describe('C49 each kind of write reaches the entries that show it, after the commit', () => {
+  async function scene() {
+    const author = await addAuthor(db.sql, 'Ada')
+    const image = await addImage(db.sql, 'a.jpg', { thumbnail: 'a-t.jpg' })
+    const term = await addTerm(db.sql, 'tag', 'Bun')
+    const [{ id: field }] = await db.sql`insert into custom_fields (content_type_id, key) select id, 'rating' from content_types where slug = 'post' returning id`
+    const shown = await addEntry(db.sql, { authorId: author, imageId: image, termIds: [term] })
+    const other = await addEntry(db.sql)
+    await db.sql`insert into field_values (entry_id, custom_field_id, value) values (${shown}, ${field}, '1')`
+    return { author, image, term, field, shown, other }
+  }
+  type Scene = Awaited<ReturnType<typeof scene>>
+
+  const cases: [string, (s: Scene) => Promise<unknown>, (s: Scene) => Record<string, number[] | null>][] = [
+    ['an entry inserted', async () => addEntry(db.sql, { id: 777 }), () => ({ post: [777] })],
+    ['a translation changed', (s) => db.sql`update entry_translations set title = 'New' where entry_id = ${s.shown}`, (s) => ({ post: [s.shown] })],
+    ['an author renamed', (s) => db.sql`update authors set name = 'Grace' where id = ${s.author}`, (s) => ({ post: [s.shown] })],
+    ['an image moved', (s) => db.sql`update media set path = 'b.jpg' where id = ${s.image}`, (s) => ({ post: [s.shown] })],
+    ['a variant added', (s) => db.sql`insert into media_variants (media_id, name, path) values (${s.image}, 'medium', 'm.jpg')`, (s) => ({ post: [s.shown] })],
+    ['a term renamed', (s) => db.sql`update terms set name = 'Deno' where id = ${s.term}`, (s) => ({ post: [s.shown] })],
+    ['a taxonomy renamed', () => db.sql`update taxonomies set name = 'Tags' where slug = 'tag'`, (s) => ({ post: [s.shown] })],
+    ['an entry term removed', (s) => db.sql`delete from entry_terms where entry_id = ${s.shown}`, (s) => ({ post: [s.shown] })],
+    ['a field value changed', (s) => db.sql`update field_values set value = '2' where entry_id = ${s.shown}`, (s) => ({ post: [s.shown] })],
+    ['an entry unpublished (it stopped being live)', (s) => db.sql`update entries set status = 'draft' where id = ${s.other}`, (s) => ({ post: [s.other] })],
+    ['an entry deleted', (s) => db.sql`delete from entries where id = ${s.other}`, (s) => ({ post: [s.other] })],
+    ['an entry moved to another type: both types', (s) => db.sql`update entries set content_type_id = (select id from content_types where slug = 'page') where id = ${s.other}`, (s) => ({ post: [s.other], page: [s.other] })],
+    ['a custom field renamed: anything of the type', (s) => db.sql`update custom_fields set key = 'stars' where id = ${s.field}`, () => ({ post: null })],
+    ['the type renamed: anything of the type', () => db.sql`update content_types set name = 'Posts' where slug = 'post'`, () => ({ post: null })],
+    [
+      'the default language changed: anything of every type',
+      async () => {
+        await addLanguage(db.sql, 'fr')
+        await db.sql.begin(async (tx) => {
+          await tx`update languages set is_default = false`
+          await tx`update languages set is_default = true where code = 'fr'`
+        })
+      },
+      () => ({ page: null, post: null }),
+    ],
+    ['TRUNCATE entry_terms: anything of every type', () => db.sql`truncate entry_terms`, () => ({ page: null, post: null })],
+  ]
+  for (const [name, write, expected] of cases) {
+    test(name, async () => {
+      const s = await scene()
+      const { stream } = await api.open()
+      await stream.next()
+      await write(s)
+      const got = reached(await eventsUntil(stream, await marker()))
+      delete got[MARKER]
+      expect(got).toEqual(expected(s))
+      if (name.includes('default language')) {
+        await db.sql.begin(async (tx) => {
+          await tx`update languages set is_default = false`
+          await tx`update languages set is_default = true where code = 'en'`
+        })
+      }
+      await stream.cancel()
+    })
+  }
+
+  test('C2: a draft written, or an embargoed entry added or edited, is never named; it is at its go-live second, with no write', async () => {
+    const { stream } = await api.open('/api/v1/events?types=post')
+    await stream.next()
+    const draft = await addEntry(db.sql, { status: 'draft' })
+    await db.sql`update entry_translations set title = 'Still a draft' where entry_id = ${draft}`
+    const embargoed = await addEntry(db.sql, { publishedAt: new Date(Date.now() + 1500) })
+    await db.sql`update entry_translations set title = 'Soon' where entry_id = ${embargoed}`
+    const seen = await eventsUntil(stream, (event) => event.data.ids?.includes(embargoed) ?? false)
+    const [{ at }] = await db.sql`select published_at as at from entries where id = ${embargoed}`
+    expect(Date.now()).toBeGreaterThanOrEqual(new Date(at).getTime())
+    // Before it, nothing: neither the draft nor the embargoed entry before its time.
+    expect(seen.slice(0, -1).flatMap((event) => event.data.ids ?? [])).toEqual([])
+    expect(seen.at(-1)!.data).toEqual({ type: 'post', ids: [embargoed] })
+    await stream.cancel()
+  })
+
+  test('types filters the stream: a page written is not told to a subscriber of posts', async () => {
+    const { stream } = await api.open('/api/v1/events?types=post')
+    await stream.next()
+    await addEntry(db.sql, { type: 'page' })
+    const post = await addEntry(db.sql)
+    const events = await eventsUntil(stream, (event) => event.data.ids?.includes(post) ?? false)
+    expect(events.map((event) => event.data.type)).toEqual(events.map(() => 'post'))
+    await stream.cancel()
+  })
+
+  test(`a bulk write says ids: null past ${MAX_IDS_PER_EVENT} entries of a type`, async () => {
+    const { stream } = await api.open('/api/v1/events?types=post')
+    await stream.next()
+    await db.sql`insert into entries (content_type_id, status, published_at) select (select id from content_types where slug = 'post'), 'published', now() - interval '1 hour' from generate_series(1, ${MAX_IDS_PER_EVENT + 1})`
+    expect((await stream.nextEvent()).data).toEqual({ type: 'post', ids: null })
+    await stream.cancel()
+  })
+
+  test('a write whose transaction commits after a later one is still told (the mark keeps transactions in flight)', async () => {
+    const slow = await addEntry(db.sql)
+    const quick = await addEntry(db.sql)
+    const { stream } = await api.open('/api/v1/events?types=post')
+    await stream.next()
+    const slowWrite = await writeInFlight(db.url, (tx) => tx`update entry_translations set title = 'slow' where entry_id = ${slow}`)
+    await db.sql`update entry_translations set title = 'quick' where entry_id = ${quick}`
+    expect((await stream.nextEvent()).data).toEqual({ type: 'post', ids: [quick] })
+    await slowWrite.commit()
+    expect(reached(await eventsUntil(stream, (event) => event.data.ids?.includes(slow) ?? false)).post).toContain(slow)
+  })
+})
+
+describe('C49 Last-Event-ID', () => {
+  test('resumes from the change log: what was written while away comes first, then the live stream', async () => {
+    const { stream } = await api.open('/api/v1/events?types=post')
+    await stream.next()
+    const before = await addEntry(db.sql)
+    await eventsUntil(stream, (event) => event.data.ids?.includes(before) ?? false)
+    const resumeFrom = stream.lastEventId
+    await stream.cancel()
+    const away = [await addEntry(db.sql), await addEntry(db.sql)]
+    await db.sql`update entry_translations set title = 'changed' where entry_id = ${before}`
+    const resumed = await api.open('/api/v1/events?types=post', { 'last-event-id': resumeFrom })
+    expect(resumed.response.status).toBe(200)
+    const caughtUp = await resumed.stream.nextEvent()
+    expect(caughtUp.data).toEqual({ type: 'post', ids: [before, ...away] })
+    const after = await addEntry(db.sql)
+    expect(reached(await eventsUntil(resumed.stream, (event) => event.data.ids?.includes(after) ?? false)).post).toContain(after)
+    await resumed.stream.cancel()
+  })
+
+  test('a client cut off between two events of one read resumes from the first: the second comes again, never lost', async () => {
+    const { stream } = await api.open()
+    await stream.next()
+    let page = 0
+    let post = 0
+    await db.sql.begin(async (tx) => {
+      ;[{ id: page }] = await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - interval '1 hour' from content_types where slug = 'page' returning id`
+      ;[{ id: post }] = await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - interval '1 hour' from content_types where slug = 'post' returning id`
+    })
+    const first = await stream.nextEvent()
+    const second = await stream.nextEvent()
+    expect([first.data, second.data]).toEqual([{ type: 'page', ids: [page] }, { type: 'post', ids: [post] }])
+    expect(first.id).not.toBe(second.id)
+    await stream.cancel()
+    const resumed = await api.open('/api/v1/events', { 'last-event-id': first.id })
+    expect(reached(await eventsUntil(resumed.stream, (event) => event.data.type === 'post')).post).toEqual([post])
+  })
+
+  test('a position older than the retention, pruned, or not of this database gets event: reset (sync again), then the live stream', async () => {
+    const [{ micros }] = await db.sql`select (extract(epoch from now() - interval '31 days') * 1000000)::int8::text as micros`
+    const now = String(BigInt(Date.now()) * 1000n)
+    for (const id of [encodeEventMark({ position: '0', inProgress: [], atMicros: micros }), encodeEventMark({ position: '999999999', inProgress: [], atMicros: now })]) {
+      const { stream } = await api.open('/api/v1/events', { 'last-event-id': id })
+      const reset = await stream.nextEvent()
+      expect([reset.event, reset.data]).toEqual(['reset', {}])
+      expect(reset.id).not.toBe(id)
+      const live = await addEntry(db.sql)
+      expect(reached(await eventsUntil(stream, (event) => event.data.ids?.includes(live) ?? false)).post).toContain(live)
+      await stream.cancel()
+    }
+  })
+})
+
+describe('C49 bounds', () => {
+  test('EVENTS_MAX_SUBSCRIBERS: one more stream is 503 with Retry-After; a place freed is taken again', async () => {
+    const open = await Promise.all([1, 2, 3, 4].map(() => api.open()))
+    for (const { stream } of open) await stream.next()
+    const refused = await api.get('/api/v1/events')
+    expect([refused.status, refused.body]).toEqual([503, { error: 'Service unavailable.' }])
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
+    await open[0]!.stream.cancel()
+    const again = await api.open()
+    expect(again.response.status).toBe(200)
+    for (const { stream } of [...open.slice(1), again]) await stream.cancel()
+  })
+
+  test('a subscriber that does not read is dropped before its backlog passes the bound; the others get every event', async () => {
+    const idle = await api.open()
+    const reading = await api.open()
+    await reading.stream.next()
+    const ids: number[] = []
+    // Each event is about 60 bytes: 4096 bytes of backlog hold about 70.
+    for (let i = 0; i < 100; i++) {
+      const id = await addEntry(db.sql)
+      ids.push(id)
+      await eventsUntil(reading.stream, (event) => event.data.ids?.includes(id) ?? false)
+    }
+    const outcome = await idle.stream.ended()
+    expect(outcome).toBeInstanceOf(Error)
+    expect(api.feed.subscribers).toBe(1)
+    expect(api.logs.some((line) => line.includes('event subscriber dropped'))).toBe(true)
+    await reading.stream.cancel()
+  })
+
+  test('the graceful stop ends every stream at once', async () => {
+    const feed = await eventTestApp(db.url)
+    const { stream } = await feed.open()
+    await stream.next()
+    feed.feed.close()
+    expect(await stream.ended(2000)).toBe(true)
+    const after = await feed.get('/api/v1/events')
+    expect(after.status).toBe(503)
+    await feed.close()
+  })
+})
