@@ -575,7 +575,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'events-never-live',
     regression: 'C49/C2: the event stream names drafts and embargoed entries written, before their time',
-    edits: [{ file: 'src/changes/event-statement.ts', find: 'where coalesce(e.content_type_id = t.type_id and ${isLive(sql)}, false)\n        or t.may_be_held', replace: 'where true' }],
+    edits: [{ file: 'src/changes/event-statement.ts', find: '      where t.may_be_held\n        or now.live', replace: '      where true' }],
     tests: EVENTS,
   },
   {
