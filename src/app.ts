@@ -30,6 +30,8 @@ export interface AppDependencies {
   liveCounts?: LiveCountCheck
   /** The event stream's feed (C49); without it, the stream answers 503. */
   events?: EventFeed
+  /** Closes the connection a request came on, at once (the server's; none in process, under tests). */
+  closeConnection?: (request: Request) => void
 }
 
 /** The whole HTTP service, not listening. */

@@ -49,7 +49,7 @@ runCommand(async () => {
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
-    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache, liveCounts, events }))
+    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, closeConnection: (request) => server.timeout(request, 1) }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     events?.close()

@@ -23,18 +23,18 @@ const STREAM_HEADERS = {
  * `Last-Event-ID` header) are checked first; the stream starts once the
  * client's catch-up, if any, is read. HEAD answers the headers alone.
  */
-export function eventRoutes({ events }: AppDependencies) {
+export function eventRoutes({ events, closeConnection }: AppDependencies) {
   return new Elysia({ name: 'event-routes' })
     .get(
       EVENTS_PATH,
-      async ({ query, request, set, server }) => {
+      async ({ query, request, set }) => {
         const types = readTypes(query.types)
         const lastEventId = request.headers.get('last-event-id')
         const since = lastEventId === null || lastEventId === '' ? null : decodeEventMark(lastEventId)
         if (!events) throw serviceUnavailable()
         Object.assign(set.headers, STREAM_HEADERS)
         if (request.method === 'HEAD') return new Response(null, { headers: STREAM_HEADERS })
-        const stream = await events.subscribe({ types, since, closeConnection: () => server?.timeout(request, 1) })
+        const stream = await events.subscribe({ types, since, closeConnection: () => closeConnection?.(request) })
         return new Response(stream, { headers: STREAM_HEADERS })
       },
       { query: EventsQuery },

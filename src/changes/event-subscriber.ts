@@ -73,7 +73,10 @@ export class EventSubscriber {
     if (!this.#open) return
     this.#end(true)
     this.#controller.error(new Error('event subscriber dropped: it did not read its backlog'))
-    this.closeConnection()
+    // Its socket may be gone already; nothing else may fail for it.
+    try {
+      this.closeConnection()
+    } catch {}
   }
 
   #end(dropped: boolean): void {

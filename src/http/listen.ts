@@ -12,11 +12,12 @@ export interface Listening {
  * Binds HOST and PORT (serveApp; the workers of WORKERS=n share the port), then
  * builds the app with the settings of the port actually bound (with PORT=0, the
  * defaults of PUBLIC_URL and MEDIA_BASE_URL must name the port picked, not 0),
- * before the first request can arrive. A port in use, or a HOST that cannot be
+ * before the first request can arrive (the app gets the server: it closes a
+ * connection it gives up on, C49). A port in use, or a HOST that cannot be
  * bound, stops the start with one line naming it.
  * @example const { server, config } = listen(loadConfig(process.env), process.env, log, (settled) => createApp({ ...deps, config: settled }))
  */
-export function listen(config: Config, env: Record<string, string | undefined>, log: Logger, build: (config: Config) => Fetchable): Listening {
+export function listen(config: Config, env: Record<string, string | undefined>, log: Logger, build: (config: Config, server: Listening['server']) => Fetchable): Listening {
   let app: Fetchable | undefined
   let server: Listening['server']
   try {
@@ -30,7 +31,7 @@ export function listen(config: Config, env: Record<string, string | undefined>, 
   }
   try {
     const settled = server.port === config.port ? config : loadConfig({ ...env, PORT: String(server.port) })
-    app = build(settled)
+    app = build(settled, server)
     return { server, config: settled }
   } catch (error) {
     server.stop(true)
