@@ -1,15 +1,12 @@
 import { Elysia, t } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
-import type { AnswerSlot, PreparedAnswer } from '../cache/answer-slot'
-import { render, type ContentAnswer } from '../content/content-answer'
-import { toItem } from '../content/map-item'
+import type { AnswerSlot } from '../cache/answer-slot'
+import type { ContentAnswer } from '../content/content-answer'
+import { answerPreparer } from '../content/prepare-answer'
 import { readLanguage, readPositiveInteger, readType } from '../content/parameters'
 import { TypeParams } from '../content/schemas'
 import { markUndecodable, rejectMethod } from '../http/api-route'
-import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
-import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
-import { deepFreeze, toEntryModel } from '../hooks/model'
 import { FilterRegistry } from '../hooks/registry'
 import { DEFAULT_SYNC_PER_PAGE, loadSyncAnswer, MAX_SYNC_PER_PAGE, syncBody } from './sync-answer'
 import { decodeSyncToken, expiredToken, type SyncToken } from './sync-token'
@@ -31,26 +28,12 @@ const DAY_MS = 86_400_000
  * by sync holds what the lists show.
  */
 export function syncRoutes({ sql, config, filters = new FilterRegistry(), log, liveCounts }: AppDependencies, slot: AnswerSlot) {
-  const publicUrl = new URL(config.publicUrl).origin
-  const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
+  const prepare = answerPreparer({ config, log, filters })
 
   /** The cache's slot (C35), keyed by type, resolved language, page size and token: the token names the page. */
   async function readAnswer(type: string, lang: string | undefined, key: unknown[], load: () => Promise<Loaded<ContentAnswer>>): Promise<CachedRead<ContentAnswer>> {
     const language = slot.resolveLanguage(lang)
     return slot.read(['sync', type, language, ...key], language, load)
-  }
-
-  /** The chain over the page's items (C24–C31), then the sync envelope. */
-  async function prepare(request: Request, answer: ContentAnswer): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
-    const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: null }
-    if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
-    const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
-    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
-    const route = 'service.api.content.index'
-    const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
-    const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
-    const rendered = render(syncBody(filtered, answer.sync!))
-    return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
   }
 
   return new Elysia({ name: 'sync-routes' })
@@ -67,7 +50,9 @@ export function syncRoutes({ sql, config, filters = new FilterRegistry(), log, l
         const load = () =>
           loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, withModel: !filters.isEmpty, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token, retentionDays: config.syncRetentionDays })
         const read = await readAnswer(type, lang, [perPage, query.token ?? null], load)
-        const { output, reads } = await prepare(request, read.value)
+        // Items are the lists' (C48), and so is the route callbacks see.
+        const body = { select: (items: readonly (object | null)[]) => items, envelope: (items: readonly (object | null)[]) => syncBody(items, read.value.sync!) }
+        const { output, reads } = await prepare(request, 'service.api.content.index', read.value, body)
         return slot.send(request, set, read, output, reads)
       },
       { transform: markUndecodable, params: TypeParams, query: SyncQuery },

@@ -2,14 +2,12 @@ import { Elysia } from 'elysia'
 import type { AppDependencies } from '../app'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import { markUndecodable, rejectMethod } from '../http/api-route'
-import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
-import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
-import type { FilterContext } from '../hooks/extension'
-import { deepFreeze, toEntryModel } from '../hooks/model'
+import type { FilterContext, ItemData } from '../hooks/extension'
 import { FilterRegistry } from '../hooks/registry'
-import type { AnswerSlot, PreparedAnswer } from '../cache/answer-slot'
-import { envelope, loadEntryAnswer, loadListAnswer, render, type ContentAnswer } from './content-answer'
-import { selectFields, toItem } from './map-item'
+import type { AnswerSlot } from '../cache/answer-slot'
+import { envelope, loadEntryAnswer, loadListAnswer, type ContentAnswer } from './content-answer'
+import { selectFields } from './map-item'
+import { answerPreparer } from './prepare-answer'
 import { readItemShape, readLanguage, readListFilters, readListStart, readSlug, readType, type ItemShape, type ListFilters } from './parameters'
 import type { ListStart } from './content-answer'
 import { badRequest } from '../http/errors'
@@ -25,8 +23,7 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
 export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), liveCounts }: AppDependencies, slot: AnswerSlot) {
-  const publicUrl = new URL(config.publicUrl).origin
-  const run = { timeoutMs: config.hookTimeoutMs, onSchemaMismatch: schemaMismatchHandler(config.hookSchemaMismatch, log) }
+  const prepare = answerPreparer({ config, log, filters })
   // C44: the keys `fields` may name, in the item's order: the default ones, `alternates`, those the extensions declare.
   const itemKeys = Object.keys(filters.itemSchema.properties)
   const answerOptions = (type: string, lang: string | undefined, shape: ItemShape) => ({
@@ -46,27 +43,10 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     return slot.read([route, type, language, ...rest], language, load)
   }
 
-  /**
-   * The hook's place: after mapping, before the response (C24–C31). With no
-   * callback it costs nothing (C28). Each request maps its own items from the
-   * answer's rows; the models are built once per answer and frozen (C25).
-   * `fields` applies to the chain's output (C44).
-   */
-  async function prepare(request: Request, route: FilterContext['route'], answer: ContentAnswer, fields: ItemShape['fields']): Promise<{ output: PreparedAnswer; reads: RequestReads | null }> {
-    const headers = { status: answer.status, surrogateKey: answer.surrogateKeys, link: answer.link }
-    if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
-    const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
-    // Shared by every request the answer serves (C25, C37): frozen, with or without the cache, so that a callback behaves alike in both.
-    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
-    const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
-    const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
-    const rendered = render(envelope(selectFields(filtered, fields), answer.meta))
-    return { output: { ...rendered, ...headers, varyHeaders: headersRead(filtering.reads) }, reads: filtering.reads }
-  }
-
   /** C32–C34 and C39, through the cache's slot, which keeps the output for the next request (C38). */
   async function respond(request: Request, set: { headers: Record<string, unknown>; status?: unknown }, route: FilterContext['route'], read: CachedRead<ContentAnswer>, shape: ItemShape): Promise<Response> {
-    const { output, reads } = await prepare(request, route, read.value, shape.fields)
+    const body = { select: (items: (ItemData | null)[]) => selectFields(items, shape.fields), envelope: (items: readonly (object | null)[]) => envelope(items, read.value.meta) }
+    const { output, reads } = await prepare(request, route, read.value, body)
     return slot.send(request, set, read, output, reads)
   }
 

@@ -509,8 +509,8 @@ export const MUTANTS: Mutant[] = [
     id: 'fields-before-chain',
     regression: 'C44: the selection applies to the items before the filter chain, so keys the callbacks add are not selected out',
     edits: [
-      { file: 'src/content/routes.ts', find: 'const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))', replace: 'const items = selectFields(answer.rows.map((row) => toItem(row, config.mediaBaseUrl)), fields)' },
-      { file: 'src/content/routes.ts', find: 'envelope(selectFields(filtered, fields), answer.meta)', replace: 'envelope(filtered, answer.meta)' },
+      { file: 'src/content/prepare-answer.ts', find: 'const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))', replace: 'const items = body.select(answer.rows.map((row) => toItem(row, config.mediaBaseUrl)) as ItemData[]) as ItemData[]' },
+      { file: 'src/content/prepare-answer.ts', find: 'render(body.envelope(body.select(filtered)))', replace: 'render(body.envelope(filtered))' },
     ],
     tests: FIELDS,
   },
