@@ -241,6 +241,27 @@ describe('C49 Last-Event-ID', () => {
     expect(reached(await eventsUntil(resumed.stream, (event) => event.data.type === 'post')).post).toEqual([post])
   })
 
+  test('C47: every client resuming from the same id at once (after a deploy) costs one read of the log, not one each', async () => {
+    const { stream } = await api.open()
+    const { id } = await stream.next()
+    await stream.cancel()
+    await addEntry(db.sql)
+    const crowd = await eventTestApp(db.url, { maxSubscribers: 50 })
+    try {
+      crowd.statements.length = 0
+      const resumed = await Promise.all(Array.from({ length: 20 }, () => crowd.open('/api/v1/events', { 'last-event-id': id! })))
+      for (const { response, stream: each } of resumed) {
+        expect(response.status).toBe(200)
+        expect((await each.nextEvent()).data.type).toBe('post')
+      }
+      // The first subscriber's own mark, and one catch-up for all twenty.
+      expect(crowd.statements.filter((statement) => statement.includes('pg_snapshot_xip')).length).toBe(2)
+    } finally {
+      await crowd.cancelStreams()
+      await crowd.close()
+    }
+  })
+
   test('a position older than the retention, pruned, or not of this database gets event: reset (sync again), then the live stream', async () => {
     const [{ micros }] = await db.sql`select (extract(epoch from now() - interval '31 days') * 1000000)::int8::text as micros`
     const now = String(BigInt(Date.now()) * 1000n)

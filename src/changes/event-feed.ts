@@ -66,6 +66,8 @@ export class EventFeed implements ChangeHandlers {
   #generation = 0
   /** Why the latest read failed; null when it did not. */
   #failure: unknown = null
+  /** Catch-up reads in flight, by the mark they start from. */
+  readonly #catchUps = new Map<string, Promise<ChangesRead>>()
 
   constructor(options: EventFeedOptions) {
     this.#options = { heartbeatMs: HEARTBEAT_MS, maxBacklogBytes: MAX_BACKLOG_BYTES, ...options }
@@ -144,7 +146,8 @@ export class EventFeed implements ChangeHandlers {
   /** The feed has a mark and knows the types (one read, shared by everyone who waits). */
   async #ready(): Promise<void> {
     while (this.#mark === null) {
-      this.#requestRead()
+      // A read in flight gives a mark too (or shows it could not): wait for it rather than ask for another.
+      if (!this.#reading) this.#requestRead()
       await this.#reading
       // A database fault is C22's 503 (the request policy answers it). Without a failure, the read
       // was one that ended as the last subscriber left: read again.
@@ -154,7 +157,7 @@ export class EventFeed implements ChangeHandlers {
 
   /** The client's changes since its mark, as one chunk; `event: reset` when the mark is too old or not this database's. */
   async #catchUp(since: EventMark, types: ReadonlySet<string> | null): Promise<Uint8Array | null> {
-    const read = await readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: true })
+    const read = await this.#readSince(since)
     const nowMicros = BigInt(Date.now()) * 1000n
     const at = BigInt(since.atMicros)
     const expired =
@@ -164,6 +167,23 @@ export class EventFeed implements ChangeHandlers {
     if (expired) return encoder.encode(`event: reset\nid: ${encodeEventMark(read.mark)}\ndata: {}\n\n`)
     const text = eventsText(read.changes, types, encodeEventMark(since), encodeEventMark(read.mark))
     return text ? encoder.encode(text) : null
+  }
+
+  /**
+   * The log since a client's mark, one statement for every client resuming
+   * from the same mark at once: after a deploy, every client of an instance
+   * reconnects with the same last id, and would otherwise fill the heavy lane.
+   */
+  #readSince(since: EventMark): Promise<ChangesRead> {
+    const key = encodeEventMark(since)
+    let read = this.#catchUps.get(key)
+    if (!read) {
+      read = readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: true })
+      this.#catchUps.set(key, read)
+      const forget = () => this.#catchUps.delete(key)
+      read.then(forget, forget)
+    }
+    return read
   }
 
   #requestRead(): void {

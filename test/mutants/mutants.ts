@@ -608,4 +608,10 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'src/main.ts', find: "    // Event streams never finish by themselves: they end now, and their clients reconnect elsewhere.\n    events?.close()\n", replace: '' }],
     tests: ['test/operations.test.ts'],
   },
+  {
+    id: 'events-catch-up-each',
+    regression: 'C49/C47: every client resuming after a deploy reads the log on its own (thousands of heavy statements at once)',
+    edits: [{ file: 'src/changes/event-feed.ts', find: '      this.#catchUps.set(key, read)\n', replace: '' }],
+    tests: EVENTS,
+  },
 ]
