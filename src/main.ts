@@ -8,6 +8,8 @@ import { runCommand } from './cli/run'
 import { loadConfig } from './config'
 import { connectDatabase, openReadPool, type Sql } from './db/connect'
 import { migrate, pendingMigrations } from './db/migrate'
+import { allOf } from './db/notified-positions'
+import { openReadReplicas, type ReadReplicas } from './db/replicas'
 import { resolveDatabase, type DatabaseTarget } from './db/open'
 import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
@@ -30,6 +32,7 @@ runCommand(async () => {
   const sql = openReadPool(target.url, settings)
 
   let listener: ChangeListener | undefined
+  let replicas: ReadReplicas | undefined
   let liveCounts: LiveCountCheck | undefined
   let listening: ReturnType<typeof listen>
   try {
@@ -41,15 +44,20 @@ runCommand(async () => {
     }
     // C35/C36: answers from memory while the database's change notifications are heard.
     const cache = settings.cache ? new ContentCache<SlotAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
-    listener = cache && listenForChanges(settings.databaseListenUrl ?? target.url, cache, { timeoutMs: settings.databaseTimeoutMs, log })
+    // C50: replicas serve content reads only past the notified changes, so their positions hear the listener, cache or not.
+    replicas = openReadReplicas(sql, settings, log)
+    const heard = [cache, replicas?.positions].filter((handlers) => handlers !== undefined)
+    listener = heard.length ? listenForChanges(settings.databaseListenUrl ?? target.url, allOf(heard), { timeoutMs: settings.databaseTimeoutMs, log }) : undefined
+    await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
-    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache, liveCounts }))
+    listening = listen(settings, process.env, log, (config) => createApp({ sql, config, log, filters, cache, liveCounts, replicas }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     liveCounts?.stop()
     await listener?.stop()
+    await replicas?.stop()
     await sql.end({ timeout: 1 })
     await target.embedded?.stop()
     throw error
@@ -80,6 +88,7 @@ runCommand(async () => {
     }
     liveCounts?.stop()
     await listener?.stop()
+    await replicas?.stop()
     await sql.end({ timeout: 5 })
     await target.embedded?.stop()
     log.info('stopped', { ms: Math.round(performance.now() - started) })
