@@ -177,12 +177,14 @@ export class ReadReplicas implements ReadRouter {
  * own heavy lane), and `primary`'s content reads routed through them. The
  * positions must hear the change listener (`positions`, among its handlers);
  * `start()` begins the checks. Undefined when no replica is configured.
+ * `onQuery` hears every statement sent to a replica (tests count them).
  * @example const replicas = openReadReplicas(sql, config, log); await replicas?.start()
  */
 export function openReadReplicas(
   primary: Sql,
   config: Pick<Config, 'databaseReadUrls' | 'replicaMaxLagMs' | 'databasePoolMax' | 'databaseTimeoutMs' | 'databaseHeavyMax' | 'databaseHeavyQueue'>,
   log: Logger,
+  onQuery?: (replica: string, query: string) => void,
 ): ReadReplicas | undefined {
   if (config.databaseReadUrls.length === 0) return undefined
   const timeoutMs = config.databaseTimeoutMs
@@ -192,7 +194,10 @@ export function openReadReplicas(
     `, timeoutMs)
     return parsePosition(row.position)
   }, log)
-  const pools = config.databaseReadUrls.map((url) => ({ name: replicaName(url), pool: openReadPool(url, config) }))
+  const pools = config.databaseReadUrls.map((url) => {
+    const name = replicaName(url)
+    return { name, pool: openReadPool(url, config, onQuery && ((query) => onQuery(name, query))) }
+  })
   const replicas = new ReadReplicas(primary, pools, positions, { maxLagMs: config.replicaMaxLagMs, timeoutMs, log })
   routeReads(primary, replicas)
   return replicas
