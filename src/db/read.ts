@@ -74,7 +74,11 @@ const health = new WeakMap<object, PoolHealth>()
  * within the same deadline, and keeps its connection to itself while it runs:
  * the driver pipelines a statement onto a busy connection when none is idle,
  * and a cheap one queued behind a deep page would wait as long as it.
- * @example const [row] = await runRead(sql, () => sql`select 1 as one`, 5000)
+ *
+ * A statement that says which content type it answers for (`answerType`)
+ * may be read from a replica, when the pool has them (C50, routeReads): it
+ * is then built with that replica's pool, which `build` is given.
+ * @example const [row] = await runRead(sql, (db) => db`select 1 as one`, 5000)
  */
 export async function runRead<T extends readonly Row[]>(pool: Sql, build: (sql: Sql) => PendingQuery<T>, timeoutMs: number, options: ReadOptions<T> = {}): Promise<T> {
   const router = options.answerType && readRouters.get(pool)

@@ -10,6 +10,7 @@ import { DatabaseUnavailableError, routeReads, runRead, type ReadRouter } from '
 const CHECK_EVERY_MS = 1000
 /** A server not in recovery (no standby) has replayed nothing: it never serves. */
 const NOTHING = -1n
+const NOT_CHECKED = 'not checked yet'
 /** The column the replay position comes back in, taken off the rows before anyone sees them. */
 const REPLAY_COLUMN = 'vitrine_replay_position'
 
@@ -74,7 +75,7 @@ export class ReadReplicas implements ReadRouter {
     private readonly options: ReplicaOptions,
   ) {
     // Out of the rotation until a first check finds it a standby, caught up.
-    this.#replicas = replicas.map(({ name, pool }) => ({ name, pool, serving: false, reason: 'not checked yet', replayed: NOTHING, checking: false }))
+    this.#replicas = replicas.map(({ name, pool }) => ({ name, pool, serving: false, reason: NOT_CHECKED, replayed: NOTHING, checking: false }))
   }
 
   /** Checks every replica now and every CHECK_EVERY_MS from now on; resolves when the first checks are done. */
@@ -155,10 +156,11 @@ export class ReadReplicas implements ReadRouter {
   }
 
   #leave(replica: Replica, reason: string): void {
-    const wasServing = replica.serving
+    // Said once when it leaves, and at the first check when it does not serve from the start.
+    const news = replica.serving || replica.reason === NOT_CHECKED
     replica.serving = false
     replica.reason = reason
-    if (wasServing) this.options.log.warn('a read replica left the rotation: its reads go elsewhere until a check finds it well', { replica: replica.name, reason })
+    if (news) this.options.log.warn('a read replica left the rotation: its reads go elsewhere until a check finds it well', { replica: replica.name, reason })
   }
 
   /** The next replica in the rotation (that has replayed `required`, when given). */
