@@ -13,8 +13,12 @@
  * 3. replay paused for 10 s on the other replica while a writer retitles an
  *    entry every 50 ms and 32 loops read it (the cache on). An answer is
  *    stale when its title is older than a write that committed at least
- *    STALE_MARGIN_MS before the request was sent (the notification takes
- *    that long at most to arrive). Target: none.
+ *    STALE_MARGIN_MS before the request was sent: with the two cores
+ *    saturated, a notification reaches the service's event loop up to some
+ *    30 ms after the writer's commit returned, without replicas as with them,
+ *    so a tighter margin would count that; an answer from the paused replica
+ *    would be seconds behind. Target: none. Also printed: how far behind a
+ *    commit the most belated answer was.
  * Written to bench/replicas-last-run.md too.
  *
  * BENCH_SECONDS (default 10): parts 1 and 2 take that long each.
@@ -36,7 +40,7 @@ const ROOT = join(import.meta.dir, '..')
 const SIZE = 10_000
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
 const PAUSE_SECONDS = 10
-const STALE_MARGIN_MS = 20
+const STALE_MARGIN_MS = 250
 const PAGE_1 = '/api/v1/content/post'
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
@@ -70,14 +74,17 @@ try {
   // 2. A replica killed under 32 clients.
   const paths = [PAGE_1, `${PAGE_1}?page=2`, ...(await slugs(database.url, 6)).map((slug) => `${PAGE_1}/${slug}`)]
   const expected = new Map<string, string>()
-  for (const path of paths) expected.set(path, await (await fetch(uncached.base + path)).text())
+  for (const path of paths) {
+    const response = await fetch(uncached.base + path)
+    expected.set(path, `${response.status} ${await response.text()}`)
+  }
   const killing = { at: performance.now() + (SECONDS * 1000) / 3, done: undefined as Promise<void> | undefined }
   const killed = await clients(uncached.base, SECONDS, paths, (path, status, body) => {
     if (killing.done === undefined && performance.now() >= killing.at) killing.done = standbys[1].kill()
-    return status === 200 && body !== expected.get(path) ? 'wrong' : undefined
+    return `${status} ${body}` !== expected.get(path) ? 'wrong' : undefined
   })
   await killing.done
-  console.log(`replica killed: ${killed.total} requests, ${killed.unavailable} 503, ${killed.wrong} wrong, ${killed.failed} other failures`)
+  console.log(`replica killed: ${killed.total} requests, ${killed.unavailable} 503, ${killed.wrong} wrong, ${killed.failed} without an answer`)
 
   // 3. Replay paused under writes, the cache on.
   const cached = await start({ CACHE: 'on' })
@@ -85,7 +92,7 @@ try {
   await waitServing(cached.base, 1)
   const [slug] = await slugs(database.url, 1)
   const paused = await pausedUnderWrites(cached.base, database.url, standbys[0], slug)
-  console.log(`replay paused ${PAUSE_SECONDS} s: ${paused.writes} writes, ${paused.reads} answers, ${paused.stale} stale, ${paused.unavailable} 503, ${paused.hits} from memory`)
+  console.log(`replay paused ${PAUSE_SECONDS} s: ${paused.writes} writes, ${paused.reads} answers, ${paused.stale} stale, ${paused.unavailable} 503, ${paused.hits} from memory, the most belated ${Math.round(paused.maxBehindMs)} ms behind a commit`)
 
   report = [
     `# Read replicas (C50), ${new Date().toISOString().slice(0, 16)}Z`,
@@ -95,8 +102,8 @@ try {
     '| part | result | target |',
     '| --- | --- | --- |',
     `| 1. spread, uncached page 1 | ${Math.round(spread.rps)} req/s; replicas ran ${ran.join(' / ')} transactions: ${shares.map((share) => (share * 100).toFixed(1)).join(' / ')} % | within 60/40: ${Math.max(...shares) <= 0.6 ? 'met' : 'missed'} |`,
-    `| 2. a replica killed under ${CONNECTIONS} clients | ${killed.total} requests, ${killed.unavailable} 503 (${((killed.unavailable / killed.total) * 100).toFixed(3)} %), ${killed.wrong} wrong, ${killed.failed} other failures | ≤ 0.1 % 503 and 0 wrong: ${killed.unavailable / killed.total <= 0.001 && killed.wrong === 0 && killed.failed === 0 ? 'met' : 'missed'} |`,
-    `| 3. replay paused ${PAUSE_SECONDS} s under writes (cache on) | ${paused.writes} writes, ${paused.reads} answers (${paused.hits} from memory), ${paused.stale} stale, ${paused.unavailable} 503 | 0 stale: ${paused.stale === 0 ? 'met' : 'missed'} |`,
+    `| 2. a replica killed under ${CONNECTIONS} clients | ${killed.total} requests, ${killed.unavailable} 503 (${((killed.unavailable / killed.total) * 100).toFixed(3)} %), ${killed.wrong} wrong, ${killed.failed} without an answer | ≤ 0.1 % 503 and 0 wrong: ${killed.unavailable / killed.total <= 0.001 && killed.wrong === 0 && killed.failed === 0 ? 'met' : 'missed'} |`,
+    `| 3. replay paused ${PAUSE_SECONDS} s under writes (cache on) | ${paused.writes} writes, ${paused.reads} answers (${paused.hits} from memory), ${paused.stale} stale (older than a write committed ≥ ${STALE_MARGIN_MS} ms before the request; the most belated answer ${Math.round(paused.maxBehindMs)} ms behind a commit), ${paused.unavailable} 503 | 0 stale: ${paused.stale === 0 ? 'met' : 'missed'} |`,
   ].join('\n')
   console.log(`\n${report}`)
   await writeFile(join(ROOT, 'bench', 'replicas-last-run.md'), report + '\n')
@@ -133,6 +140,7 @@ async function slugs(url: string, count: number): Promise<string[]> {
       join entry_translations t on t.entry_id = e.id
       join content_types ct on ct.id = e.content_type_id
       where ct.slug = 'post' and e.status = 'published' and e.published_at <= now() and t.slug is not null
+        and t.language_code = (select code from languages where is_default)
       order by e.id
       limit ${count}
     `
@@ -142,7 +150,7 @@ async function slugs(url: string, count: number): Promise<string[]> {
   }
 }
 
-/** CONNECTIONS loops asking `paths` in turn for `seconds`; `judge` says what is wrong with an answer. */
+/** CONNECTIONS loops asking `paths` in turn for `seconds`; `judge` says whether an answer other than a 503 is wrong; `failed`: no answer at all. */
 async function clients(base: string, seconds: number, paths: string[], judge: (path: string, status: number, body: string) => 'wrong' | undefined) {
   const result = { total: 0, unavailable: 0, wrong: 0, failed: 0 }
   const end = performance.now() + seconds * 1000
@@ -156,7 +164,6 @@ async function clients(base: string, seconds: number, paths: string[], judge: (p
           const body = await response.text()
           if (response.status === 503) result.unavailable++
           else if (judge(path, response.status, body) === 'wrong') result.wrong++
-          else if (response.status !== 200) result.failed++
         } catch {
           result.failed++
         }
@@ -173,7 +180,7 @@ async function clients(base: string, seconds: number, paths: string[], judge: (p
 async function pausedUnderWrites(base: string, url: string, standby: Standby, slug: string) {
   const writer = connectDatabase(url, { max: 1 })
   const path = `${PAGE_1}/${slug}`
-  const result = { writes: 0, reads: 0, stale: 0, unavailable: 0, hits: 0 }
+  const result = { writes: 0, reads: 0, stale: 0, unavailable: 0, hits: 0, maxBehindMs: 0 }
   /** Write n committed at committedAt[n]. */
   const committedAt: number[] = []
   const retitle = async (n: number) => {
@@ -208,6 +215,9 @@ async function pausedUnderWrites(base: string, url: string, standby: Standby, sl
           if (response.headers.get('x-cache') === 'HIT') result.hits++
           const seen = Number(/bench write (\d+)/.exec(JSON.parse(body).data?.title ?? '')?.[1] ?? -1)
           if (seen < latest) result.stale++
+          // How long before the request the first write this answer misses had committed.
+          const missed = committedAt[seen + 1]
+          if (missed !== undefined && missed < sentAt) result.maxBehindMs = Math.max(result.maxBehindMs, sentAt - missed)
         }
       }),
     )
