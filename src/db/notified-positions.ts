@@ -32,6 +32,7 @@ export class NotifiedPositions implements ChangeHandlers {
   /** Positions known, oldest first, with performance.now() when they were: how long a replica has been behind. */
   #recent: { position: bigint; at: number }[] = []
   #asking = false
+  #failing = false
   #retry: ReturnType<typeof setTimeout> | undefined
 
   constructor(
@@ -107,6 +108,7 @@ export class NotifiedPositions implements ChangeHandlers {
     this.askPosition().then(
       (position) => {
         this.#asking = false
+        this.#failing = false
         if (!this.#listening) return
         for (const [key, count] of this.#pending) {
           if (count > covered) continue
@@ -119,7 +121,9 @@ export class NotifiedPositions implements ChangeHandlers {
       },
       (error) => {
         this.#asking = false
-        this.log.warn('the primary did not give its WAL position: reads of the changed types go to the primary', { error })
+        // Once per run of failures: the question is asked again every RETRY_MS.
+        if (!this.#failing) this.log.warn('the primary did not give its WAL position: reads of the changed types go to the primary', { error })
+        this.#failing = true
         clearTimeout(this.#retry)
         this.#retry = setTimeout(() => this.#ask(), RETRY_MS)
       },
