@@ -6,6 +6,7 @@ import { createLogger } from '../src/log'
 import { createTestDatabase } from './support/database'
 import { addEntry, addLanguage } from './support/fixtures'
 import { replicatedTestApp, type ReplicatedTestApp } from './support/replicated-app'
+import { startService } from './support/service'
 import { startStandby } from './support/standby'
 import { waitFor } from './support/wait'
 
@@ -168,6 +169,33 @@ describe('C50: read replicas', () => {
       expect(strict.logs.some((line) => line.includes('is in the rotation') && line.includes(REPLICA))).toBe(true)
     } finally {
       await strict.close()
+    }
+  })
+
+  test('C50: `bun run start` with DATABASE_READ_URLS, WORKERS=2 and the cache off: the workers read from the replica (a write no trigger notifies shows only on the primary), log it joining the rotation, and /readyz lists it', async () => {
+    await standby.catchUp()
+    const service = await startService({ DATABASE_URL: db.url, DATABASE_READ_URLS: replicaUrl, WORKERS: '2', CACHE: 'off', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' })
+    try {
+      await service.waitForOutput(/a read replica is in the rotation[\s\S]*a read replica is in the rotation/)
+      const title = async () => ((await (await fetch(`${service.url}${LIST}`)).json()) as any).data[0].title
+      const before = await title()
+      // The workers' listeners started after the last catch-up: what they were told is replayed too.
+      await standby.catchUp()
+      await standby.pauseReplay()
+      try {
+        // A write no trigger sees (no notification): only the paused replica still shows the old title.
+        await db.sql.begin(async (transaction) => {
+          await transaction`set local session_replication_role = replica`
+          await transaction`update entry_translations set title = 'Unnotified' where entry_id = ${entryId}`
+        })
+        expect(await db.sql`select 1 from entry_translations where entry_id = ${entryId} and title = 'Unnotified'`).toHaveLength(1)
+        await waitFor('a worker answers from the replica', async () => (await title()) === before)
+        expect(await (await fetch(`${service.url}/readyz`)).json()).toEqual({ status: 'ready', replicas: [{ name: REPLICA, serving: true }] })
+      } finally {
+        await standby.resumeReplay()
+      }
+    } finally {
+      expect(await service.stop('SIGTERM')).toBe(0)
     }
   })
 
