@@ -110,9 +110,9 @@ export class ReadReplicas implements ReadRouter {
           if (error instanceof DatabaseUnavailableError && error.reason === 'timeout' && !options.heavy) this.#leave(replica, `no answer within ${timeoutMs} ms`)
           throw error
         }
-        // Recovery conflicts (overloaded) end one statement, not the replica.
+        // Recovery conflicts (overloaded) end one statement, not the replica: it stays in the rotation, the read goes elsewhere.
         if (error.reason !== 'overloaded') this.#leave(replica, `failed (${error.reason}): ${error.code ?? error.message}`)
-        replica = this.#next()
+        replica = this.#next(undefined, replica)
         continue
       }
       const replayed = takeReplayPosition(rows)
@@ -163,12 +163,12 @@ export class ReadReplicas implements ReadRouter {
     if (news) this.options.log.warn('a read replica left the rotation: its reads go elsewhere until a check finds it well', { replica: replica.name, reason })
   }
 
-  /** The next replica in the rotation (that has replayed `required`, when given). */
-  #next(required?: bigint): Replica | undefined {
+  /** The next replica in the rotation (that has replayed `required`, when given; other than `failed`). */
+  #next(required?: bigint, failed?: Replica): Replica | undefined {
     const count = this.#replicas.length
     for (let step = 0; step < count; step++) {
       const replica = this.#replicas[this.#turn++ % count]
-      if (replica.serving && (required === undefined || replica.replayed >= required)) return replica
+      if (replica.serving && replica !== failed && (required === undefined || replica.replayed >= required)) return replica
     }
     return undefined
   }

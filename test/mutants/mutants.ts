@@ -594,7 +594,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'replica-failure-not-retried',
     regression: 'C50/C22: a read on a replica that fails or loses its connection is a 503, not retried elsewhere',
-    edits: [{ file: 'src/db/replicas.ts', find: '        replica = this.#next()\n        continue', replace: '        throw error' }],
+    edits: [{ file: 'src/db/replicas.ts', find: '        replica = this.#next(undefined, replica)\n        continue', replace: '        throw error' }],
     tests: REPLICAS,
   },
   {
