@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Sql } from './db/connect'
 import type { LiveCountCheck } from './content/live-count-check'
+import type { ReadReplicas } from './db/replicas'
 import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
 import { syncRoutes } from './changes/routes'
@@ -32,6 +33,8 @@ export interface AppDependencies {
   events?: EventFeed
   /** Closes the connection a request came on, at once (the server's; none in process, under tests). */
   closeConnection?: (request: Request) => void
+  /** DATABASE_READ_URLS (C50): the replicas `sql`'s content reads are routed through; /readyz says which serve. */
+  replicas?: ReadReplicas
 }
 
 /** The whole HTTP service, not listening. */

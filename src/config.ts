@@ -47,6 +47,10 @@ export interface Config {
   cacheMaxAge: number
   /** DATABASE_LISTEN_URL: where change notifications are heard; unset, the content database's URL. */
   databaseListenUrl: string | undefined
+  /** DATABASE_READ_URLS: streaming replicas that serve content reads (C50); none by default. */
+  databaseReadUrls: string[]
+  /** REPLICA_MAX_LAG_MS: a replica further behind the last notified change leaves the rotation (C50). */
+  replicaMaxLagMs: number
   /** LIVE_COUNT_CHECK_SECONDS: how often the kept live entry counts are compared with count(*) (C18); 0: at start only. */
   liveCountCheckSeconds: number
   /** SYNC_RETENTION_DAYS: how long a sync token stays good (C48); the change log keeps its rows as long (sql/change-log.md). */
@@ -104,6 +108,8 @@ export function loadConfig(env: Env): Config {
     cacheMaxBytes: readInteger(env, 'CACHE_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
     cacheMaxAge: readInteger(env, 'CACHE_MAX_AGE', 0, 0, 31_536_000),
     databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
+    databaseReadUrls: readDatabaseUrls(env, 'DATABASE_READ_URLS'),
+    replicaMaxLagMs: readInteger(env, 'REPLICA_MAX_LAG_MS', 5000, 1, 3_600_000),
     liveCountCheckSeconds: readInteger(env, 'LIVE_COUNT_CHECK_SECONDS', 600, 0, 86_400),
     syncRetentionDays: readInteger(env, 'SYNC_RETENTION_DAYS', 30, 1, 3650),
     eventsMaxSubscribers: readInteger(env, 'EVENTS_MAX_SUBSCRIBERS', 10_000, 0, 1_000_000),
@@ -164,6 +170,18 @@ function readDatabaseUrl(env: Env, name: string): string | undefined {
     throw new ConfigError(`${name} must be a postgres:// or postgresql:// URL.`)
   }
   return text
+}
+
+/** A comma-separated list of postgres:// URLs; an empty list is none. */
+function readDatabaseUrls(env: Env, name: string): string[] {
+  const urls = (readText(env, name) ?? '').split(',').map((url) => url.trim()).filter(Boolean)
+  urls.forEach((url, index) => {
+    if (!URL.canParse(url) || !/^postgres(ql)?:$/.test(new URL(url).protocol)) {
+      // A URL may hold a password: name its place in the list, never the text.
+      throw new ConfigError(`${name} must be a comma-separated list of postgres:// or postgresql:// URLs; its URL number ${index + 1} is not one.`)
+    }
+  })
+  return urls
 }
 
 function readSwitch(env: Env, name: string, fallback: boolean): boolean {

@@ -9,6 +9,7 @@ import { runCommand } from './cli/run'
 import { loadConfig } from './config'
 import { connectDatabase, openReadPool, type Sql } from './db/connect'
 import { migrate, pendingMigrations } from './db/migrate'
+import { openReadReplicas, type ReadReplicas } from './db/replicas'
 import { resolveDatabase, type DatabaseTarget } from './db/open'
 import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
@@ -32,6 +33,7 @@ runCommand(async () => {
 
   let listener: ChangeListener | undefined
   let events: EventFeed | undefined
+  let replicas: ReadReplicas | undefined
   let liveCounts: LiveCountCheck | undefined
   let listening: ReturnType<typeof listen>
   try {
@@ -43,18 +45,23 @@ runCommand(async () => {
     }
     // C35/C36: answers from memory while the database's change notifications are heard.
     const cache = settings.cache ? new ContentCache<SlotAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
-    // C49: the event stream is fed by the same notifications, read from the change log.
+    // C50: replicas serve content reads only past the notified changes, so their positions hear the listener, cache or not.
+    replicas = openReadReplicas(sql, settings, log)
+    // C49: the event stream is fed by the same notifications, read from the change log (on the primary).
     events = new EventFeed({ sql, log, timeoutMs: settings.databaseTimeoutMs, maxSubscribers: settings.eventsMaxSubscribers, retentionDays: settings.syncRetentionDays })
-    listener = listenForChanges(settings.databaseListenUrl ?? target.url, everyHandler(cache ? [cache, events] : [events]), { timeoutMs: settings.databaseTimeoutMs, log })
+    const heard = [cache, replicas?.positions, events].filter((handlers) => handlers !== undefined)
+    listener = listenForChanges(settings.databaseListenUrl ?? target.url, everyHandler(heard), { timeoutMs: settings.databaseTimeoutMs, log })
+    await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
-    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, closeConnection: (request) => server.timeout(request, 1) }))
+    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, replicas, closeConnection: (request) => server.timeout(request, 1) }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     events?.close()
     liveCounts?.stop()
     await listener?.stop()
+    await replicas?.stop()
     await sql.end({ timeout: 1 })
     await target.embedded?.stop()
     throw error
@@ -87,6 +94,7 @@ runCommand(async () => {
     }
     liveCounts?.stop()
     await listener?.stop()
+    await replicas?.stop()
     await sql.end({ timeout: 5 })
     await target.embedded?.stop()
     log.info('stopped', { ms: Math.round(performance.now() - started) })

@@ -31,10 +31,10 @@ export interface ChangeHandlers {
 }
 
 /**
- * One set of handlers that tells each of `handlers`, in order (the cache, then the event feed).
- * @example listenForChanges(url, everyHandler([cache, feed]), options)
+ * One set of handlers that tells each of `handlers`, in order (the cache, the replicas' positions, the event feed).
+ * @example listenForChanges(url, everyHandler([cache, positions, feed]), options)
  */
-export function everyHandler(handlers: ChangeHandlers[]): ChangeHandlers {
+export function everyHandler(handlers: readonly ChangeHandlers[]): ChangeHandlers {
   return {
     onListening: (languages) => handlers.forEach((each) => each.onListening(languages)),
     onLost: () => handlers.forEach((each) => each.onLost()),

@@ -117,7 +117,7 @@ export interface FindOptions extends RowContents {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await runRead(sql, () => listStatement(sql, options), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options) })
+  const [result] = await runRead(sql, (db) => listStatement(db, options), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options), answerType: typeOfResult })
   const languages = languagesOf(result)
   return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
 }
@@ -313,7 +313,7 @@ export function pageAfter(sql: Sql, rows: number, after: ListPosition, filter: P
  * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
  */
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
-  const [result] = await runRead(sql, () => findStatement(sql, options), options.timeoutMs ?? NO_DEADLINE)
+  const [result] = await runRead(sql, (db) => findStatement(db, options), options.timeoutMs ?? NO_DEADLINE, { answerType: typeOfResult })
   const languages = languagesOf(result)
   return { ...headerOf(result), languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
 }
@@ -384,6 +384,11 @@ export interface ResultRow extends Row {
 
 export function headerOf(result: ResultRow): { typeExists: boolean; typeId: number | null; goLiveInSeconds: number | null } {
   return { typeExists: result.type_exists, typeId: result.type_id, goLiveInSeconds: result.go_live_in }
+}
+
+/** C50: the content type a list or entry answer is read for (null: the type does not exist). */
+function typeOfResult(rows: readonly ResultRow[]): number | null {
+  return rows[0]?.type_id ?? null
 }
 
 export function languagesOf(result: ResultRow): Languages {

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres'
-import { withDeadline } from './connect'
+import type { AnswerTypes } from '../cache/answer-store'
+import { withDeadline, type Sql } from './connect'
 import { heavyLaneOf, LaneRefusal } from './lanes'
 
 /**
@@ -73,9 +74,16 @@ const health = new WeakMap<object, PoolHealth>()
  * within the same deadline, and keeps its connection to itself while it runs:
  * the driver pipelines a statement onto a busy connection when none is idle,
  * and a cheap one queued behind a deep page would wait as long as it.
- * @example const [row] = await runRead(sql, () => sql`select 1 as one`, 5000)
+ *
+ * A statement that says which content type it answers for (`answerType`)
+ * may be read from a replica, when the pool has them (C50, routeReads): it
+ * is then built with that replica's pool, which `build` is given.
+ * @example const [row] = await runRead(sql, (db) => db`select 1 as one`, 5000)
  */
-export async function runRead<T extends readonly Row[]>(pool: object, build: () => PendingQuery<T>, timeoutMs: number, { heavy = false } = {}): Promise<T> {
+export async function runRead<T extends readonly Row[]>(pool: Sql, build: (sql: Sql) => PendingQuery<T>, timeoutMs: number, options: ReadOptions<T> = {}): Promise<T> {
+  const router = options.answerType && readRouters.get(pool)
+  if (router) return router.read(build, timeoutMs, { heavy: options.heavy ?? false, answerType: options.answerType! })
+  const { heavy = false, retryLost = true } = options
   const state = health.get(pool) ?? { refusing: null, lastProbe: 0 }
   health.set(pool, state)
   if (state.refusing) {
@@ -84,7 +92,8 @@ export async function runRead<T extends readonly Row[]>(pool: object, build: () 
   }
   const deadline = performance.now() + timeoutMs
   const lane = heavy ? heavyLaneOf(pool) : undefined
-  if (!lane) return runWithin(state, build, deadline, false)
+  const statement = () => build(pool)
+  if (!lane) return runWithin(state, statement, deadline, false, retryLost)
   const leave = await enterLane(lane, timeoutMs)
   // Admitted with too little time left to answer: give the place on rather than send a statement bound to be cancelled.
   if (deadline - performance.now() < Math.min(MIN_HEAVY_TIME_MS, timeoutMs / 10)) {
@@ -93,10 +102,40 @@ export async function runRead<T extends readonly Row[]>(pool: object, build: () 
   }
   const sent: { statement?: Promise<unknown> } = {}
   try {
-    return await runWithin(state, build, deadline, true, sent)
+    return await runWithin(state, statement, deadline, true, retryLost, sent)
   } finally {
     leaveWhenSettled(leave, sent.statement, timeoutMs)
   }
+}
+
+export interface ReadOptions<T> {
+  /** C47: the statement waits for a place in its pool's heavy lane. */
+  heavy?: boolean
+  /**
+   * C50: the content type the rows answer for (as the cache keeps it: an id,
+   * ANY_TYPE, or null for none but everything). A statement that says it may
+   * be read from a replica (src/db/replicas.ts); one that does not (sync, which
+   * needs the primary's positions) always reads the pool it is given.
+   */
+  answerType?: (rows: T) => AnswerTypes
+  /** A lost connection is tried once more on the same pool (C22); a replica's read is tried elsewhere instead. */
+  retryLost?: boolean
+}
+
+/** What reads a statement that may come from a replica, in place of the pool it was given (src/db/replicas.ts). */
+export interface ReadRouter {
+  read<T extends readonly Row[]>(build: (sql: Sql) => PendingQuery<T>, timeoutMs: number, options: { heavy: boolean; answerType: (rows: T) => AnswerTypes }): Promise<T>
+}
+
+const readRouters = new WeakMap<object, ReadRouter>()
+
+/**
+ * From now on, the statements run on `pool` that say which content type they
+ * answer for (`answerType`) are read through `router` (C50).
+ * @example routeReads(sql, replicas)
+ */
+export function routeReads(pool: Sql, router: ReadRouter): void {
+  readRouters.set(pool, router)
 }
 
 /** A heavy statement admitted with less time than this left is not sent (C47). */
@@ -128,7 +167,7 @@ async function enterLane(lane: NonNullable<ReturnType<typeof heavyLaneOf>>, wait
 }
 
 /** The statement, retried once on a lost connection, within the deadline. */
-async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () => PendingQuery<T>, deadline: number, keepConnection: boolean, sent: { statement?: Promise<unknown> } = {}): Promise<T> {
+async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () => PendingQuery<T>, deadline: number, keepConnection: boolean, retryLost: boolean, sent: { statement?: Promise<unknown> } = {}): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const statement = build()
     sent.statement = statement
@@ -144,7 +183,7 @@ async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () 
         state.refusing = failure
         state.lastProbe = performance.now()
       }
-      if (failure?.reason !== 'lost' || attempt > 1 || performance.now() + RETRY_PAUSE_MS >= deadline) throw failure ?? error
+      if (failure?.reason !== 'lost' || !retryLost || attempt > 1 || performance.now() + RETRY_PAUSE_MS >= deadline) throw failure ?? error
       // A failover ends every connection at once: give the pool a moment to see the others
       // close, so that the retry gets a connection that is alive rather than the next dead one.
       await Bun.sleep(RETRY_PAUSE_MS)

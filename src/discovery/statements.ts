@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
+import { ANY_TYPE } from '../cache/answer-store'
 import { runRead } from '../db/read'
 import { isLive } from '../content/queries'
 
@@ -64,17 +65,20 @@ export interface TermListOptions {
   heavy: boolean
 }
 
+/** C50: languages and taxonomies change only with everything (0002), as their cached answers. */
+const dependsOnNoType = () => null
+
 /**
  * C46: every configured language, ordered by code (byte order: the same on every database).
  * @example await listLanguages(sql, 5000) // [{ code: 'de', name: 'Deutsch', is_default: false }, …]
  */
 export async function listLanguages(sql: Sql, timeoutMs: number): Promise<LanguageRow[]> {
   return [
-    ...(await runRead(sql, () => sql<LanguageRow[]>`
+    ...(await runRead(sql, (db) => db<LanguageRow[]>`
       select code, name, is_default
       from languages
       order by code collate "C"
-    `, timeoutMs)),
+    `, timeoutMs, { answerType: dependsOnNoType })),
   ]
 }
 
@@ -84,11 +88,11 @@ export async function listLanguages(sql: Sql, timeoutMs: number): Promise<Langua
  */
 export async function listTaxonomies(sql: Sql, timeoutMs: number): Promise<TaxonomyRow[]> {
   return [
-    ...(await runRead(sql, () => sql<TaxonomyRow[]>`
+    ...(await runRead(sql, (db) => db<TaxonomyRow[]>`
       select slug, name
       from taxonomies
       order by slug collate "C"
-    `, timeoutMs)),
+    `, timeoutMs, { answerType: dependsOnNoType })),
   ]
 }
 
@@ -100,7 +104,7 @@ export async function listTaxonomies(sql: Sql, timeoutMs: number): Promise<Taxon
  * @example await listContentTypes(sql, { countByScan: [], timeoutMs: 5000 })
  */
 export async function listContentTypes(sql: Sql, options: { countByScan: readonly string[]; timeoutMs: number }): Promise<ContentTypeList> {
-  const [row] = await runRead(sql, () => contentTypesStatement(sql, options.countByScan), options.timeoutMs, { heavy: options.countByScan.length > 0 })
+  const [row] = await runRead(sql, (db) => contentTypesStatement(db, options.countByScan), options.timeoutMs, { heavy: options.countByScan.length > 0, answerType: () => ANY_TYPE })
   return { types: row.types, goLiveInSeconds: row.go_live_in }
 }
 
@@ -160,7 +164,10 @@ function contentTypesStatement(sql: Sql, countByScan: readonly string[]): Pendin
  * @example await listTerms(sql, { taxonomy: 'tag', type: 'post', countByScan: [], limit: 20, offset: 0, timeoutMs: 5000, heavy: false })
  */
 export async function listTerms(sql: Sql, options: TermListOptions): Promise<TermPage> {
-  const [row] = await runRead(sql, () => termListStatement(sql, options), options.timeoutMs, { heavy: options.heavy })
+  const [row] = await runRead(sql, (db) => termListStatement(db, options), options.timeoutMs, {
+    heavy: options.heavy,
+    answerType: (rows) => (options.type === null ? ANY_TYPE : (rows[0]?.type_id ?? null)),
+  })
   return {
     taxonomyExists: row.taxonomy_exists,
     typeExists: row.type_exists,

@@ -97,6 +97,25 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
     ApiIndex,
     Error: ErrorBody,
     Status: Type.Object({ status: Type.String() }, { additionalProperties: false }),
+    Readiness: Type.Object(
+      {
+        status: Type.Literal('ready'),
+        replicas: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                name: Type.String({ description: 'host:port/database of a URL of DATABASE_READ_URLS.', examples: ['replica-1:5432/cms'] }),
+                serving: Type.Boolean({ description: 'In the rotation: content reads may go to it (C50).' }),
+                reason: Type.Optional(Type.String({ description: 'Why it does not serve: it failed, lags more than REPLICA_MAX_LAG_MS, or is not a standby.' })),
+              },
+              { additionalProperties: false },
+            ),
+            { description: 'Only with DATABASE_READ_URLS: each replica and whether it serves (C50).' },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
   }
   const names = new Map<object, string>(Object.entries(schemas).map(([name, schema]) => [schema, name]))
   const contentHeaders = headers(...CONTENT_ANSWER)
@@ -404,7 +423,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
         tags: ['operations'],
         summary: 'Readiness: the database answers and is migrated',
         responses: {
-          '200': { description: 'Ready to serve.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ready' } }) },
+          '200': { description: 'Ready to serve (replicas out of the rotation or not, C50).', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Readiness'), { example: { status: 'ready' } }) },
           '503': errorResponse('The database cannot be reached, or has pending migrations.', ['The database is not reachable.'], [...EVERY_ANSWER, 'Retry-After']),
         },
       }),

@@ -9,19 +9,21 @@ type Readiness = { state: 'ready' } | { state: 'not migrated'; pending: string[]
 
 /**
  * `/healthz`: the process answers. `/readyz`: the database answers and its
- * schema is migrated; otherwise 503. Neither is logged at info level; the
+ * schema is migrated; otherwise 503. With DATABASE_READ_URLS it also lists the
+ * replicas and whether each serves (C50). Neither is logged at info level; the
  * readiness is, once each time it changes (a probe every few seconds must not
  * repeat the same line, nor call an unmigrated database "unavailable").
  * @example new Elysia().use(healthRoutes({ sql, config, log }))
  */
-export function healthRoutes({ sql, config, log }: Pick<AppDependencies, 'sql' | 'config' | 'log'>) {
+export function healthRoutes({ sql, config, log, replicas }: Pick<AppDependencies, 'sql' | 'config' | 'log' | 'replicas'>) {
   const report = readinessReporter(log)
   return new Elysia({ name: 'health-routes' })
     .get('/healthz', () => jsonResponse({ status: 'ok' }))
     .get('/readyz', async ({ set }) => {
       const readiness = await checkReadiness(sql, config.databaseTimeoutMs)
       report(readiness)
-      if (readiness.state === 'ready') return jsonResponse({ status: 'ready' })
+      // C50: which replicas serve; the primary alone makes the instance ready.
+      if (readiness.state === 'ready') return jsonResponse(replicas ? { status: 'ready', replicas: replicas.status } : { status: 'ready' })
       // Answered here, not thrown: the error handler would log every probe as a failure.
       set.status = 503
       set.headers['retry-after'] = readiness.state === 'not migrated' ? '30' : '2'

@@ -37,6 +37,7 @@ const FIELDS = ['test/fields-alternates.test.ts']
 const DISCOVERY_TOTALS = 'test/discovery-totals.test.ts'
 const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
 const EVENTS = ['test/events.test.ts']
+const REPLICAS = ['test/replicas.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -613,5 +614,36 @@ export const MUTANTS: Mutant[] = [
     regression: 'C49/C47: every client resuming after a deploy reads the log on its own (thousands of heavy statements at once)',
     edits: [{ file: 'src/changes/event-feed.ts', find: '      this.#catchUps.set(key, read)\n', replace: '' }],
     tests: EVENTS,
+  },
+  // C50: read replicas keep C36.
+  {
+    id: 'replica-answer-unchecked',
+    regression: 'C50/C36: a replica answer is served whatever the replica had replayed (stale after a notified write)',
+    edits: [{ file: 'src/db/replicas.ts', find: 'if (required !== null && vouched >= required) return rows', replace: 'return rows' }],
+    tests: REPLICAS,
+  },
+  {
+    id: 'replica-position-pending-ignored',
+    regression: 'C50/C36: a notified change whose WAL position is not known yet counts as the previous position',
+    edits: [{ file: 'src/db/notified-positions.ts', find: '      if (this.#pending.has(key)) return null\n', replace: '' }],
+    tests: REPLICAS,
+  },
+  {
+    id: 'replica-lag-ignored',
+    regression: 'C50: a replica lagging past REPLICA_MAX_LAG_MS stays in the rotation',
+    edits: [{ file: 'src/db/replicas.ts', find: 'if (lagMs > this.options.maxLagMs)', replace: 'if (lagMs > Infinity)' }],
+    tests: REPLICAS,
+  },
+  {
+    id: 'replica-failure-not-retried',
+    regression: 'C50/C22: a read on a replica that fails or loses its connection is a 503, not retried elsewhere',
+    edits: [{ file: 'src/db/replicas.ts', find: '        replica = this.#next(undefined, replica)\n        continue', replace: '        throw error' }],
+    tests: REPLICAS,
+  },
+  {
+    id: 'replica-never-returns',
+    regression: 'C50: a replica that left the rotation never comes back',
+    edits: [{ file: 'src/db/replicas.ts', find: '      if (!replica.serving) {', replace: '      if (!replica.serving && replica.reason === undefined) {' }],
+    tests: REPLICAS,
   },
 ]
