@@ -172,7 +172,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
     openapi: '3.1.0',
     info: {
       title: 'Vitrine content API',
-      version: '1.4.0',
+      version: '1.5.0',
       description: [
         'A read-only, public JSON API serving published content entries.',
         '',
