@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import { isLive } from '../content/queries'
+import { DEEP_OFFSET, isLive } from '../content/queries'
 
 /** One row of `GET /api/v1/languages` (C46). */
 export interface LanguageRow {
@@ -145,13 +145,17 @@ function contentTypesStatement(sql: Sql, countByScan: readonly string[]): Pendin
  * of any type), ordered by name then id, each with its live total, in one
  * statement.
  *
- * The totals come from the kept filter counts (0004, kind 'term'), as the
- * filtered list reads them: per term and type, the rows live now (dated up
- * to now(), and undated), summed in one pass over the index
- * live_filter_count_deltas_live for the types counted; embargoed entries'
- * rows are never read, and each goes live at its second with no write. The
- * terms carried are those whose sum is positive; the page walks the taxonomy's
- * terms by name (terms_taxonomy_name) and stops when it is full.
+ * Which terms are carried, and how many: term_list_carried (migration 0007)
+ * holds, per term and type (and for any type), from when live entries carry
+ * it, as the kept filter counts (0004, kind 'term') say; the page walks the
+ * taxonomy's terms by name (terms_taxonomy_name), keeps those carried now and
+ * stops when it is full; meta.total is one index range of term_list_carried.
+ * A term whose counts moved since its row was written is in term_list_dirty
+ * and is judged from the kept filter counts instead. Each page term's total is
+ * its kept rows live now (dated up to now(), and undated), as the filtered
+ * list reads them: embargoed entries' rows are never read, and each goes live
+ * at its second with no write. The cost is the page's, not the taxonomy's
+ * (sql/live-entry-counts.md, "Term lists").
  *
  * A term whose slug another term of its taxonomy shares: a list filtered by
  * `taxonomy:slug` holds the entries that carry any of them (C40), so that
@@ -182,16 +186,75 @@ interface TermListRow extends Row {
   terms: TermRow[]
 }
 
-/** The statement of `listTerms`, not yet sent (the tests explain it). */
-export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit, offset }: TermListOptions): PendingQuery<TermListRow[]> {
-  const scanned = JSON.stringify(countByScan)
-  const keptTypes = sql`
-    select id
-    from counted_types
-    where slug not in (select jsonb_array_elements_text(${scanned}::text::jsonb))
-  `
+/**
+ * The statement of `listTerms`, not yet sent (the tests explain it): the walk
+ * below, or, while a type counted is drifted, `summedTermListStatement`.
+ */
+export function termListStatement(sql: Sql, options: TermListOptions): PendingQuery<TermListRow[]> {
+  if (options.countByScan.length > 0) return summedTermListStatement(sql, options)
+  const { taxonomy, type, limit, offset } = options
+  // term_list_carried's rows of a list without `type` are those of content type 0 (migration 0007).
+  const keptType = type === null ? sql`0::int8` : sql`(select id from counted_types)`
   return sql<TermListRow[]>`
-    with taxonomy as (
+    with ${termListScope(sql, taxonomy, type)},
+    dirty as materialized (
+      select distinct q.term_id
+      from term_list_dirty q
+    ),
+    dirty_carried as materialized (
+      -- Terms whose counts moved since term_list_carried was written: summed here, as the filtered list sums them.
+      select t.id
+      from dirty d
+      join terms t on t.id = d.term_id
+      where t.taxonomy_id = (select id from taxonomy)
+        and ${liveTotal(sql, sql`t.id`)} > 0
+    ),
+    page as (
+      select t.id, t.name, t.slug
+      from terms t
+      where t.taxonomy_id = (select id from taxonomy)
+        and case
+          when t.id in (select term_id from dirty) then t.id in (select id from dirty_carried)
+          else ${offset < DEEP_OFFSET ? sql`(
+            -- Near the start, one look-up by key per term walked (an exists became a hash of the taxonomy's rows).
+            select c.carried_from
+            from term_list_carried c
+            where c.term_id = t.id
+              and c.content_type_id = ${keptType}
+          ) <= now()` : sql`t.id in (
+            -- Deep, where the walk passes most of the taxonomy: its carried terms, one index range, hashed.
+            select c.term_id
+            from term_list_carried c
+            where c.taxonomy_id = (select id from taxonomy)
+              and c.content_type_id = ${keptType}
+              and c.carried_from <= now()
+          )`}
+        end
+      order by t.name, t.id
+      limit ${limit}::int8
+      offset ${offset}::int8
+    )
+    select
+      ${termListHeader(sql, type)},
+      (
+        select count(*)
+        from term_list_carried c
+        where c.taxonomy_id = (select id from taxonomy)
+          and c.content_type_id = ${keptType}
+          and c.carried_from <= now()
+          and c.term_id not in (select term_id from dirty)
+      ) + (select count(*) from dirty_carried) as total,
+      (
+        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql, liveTotal(sql, sql`p.id`))}) order by p.name, p.id), '[]'::json)
+        from page p
+      ) as terms
+  `
+}
+
+/** The two statements' first common table expressions: the taxonomy, and the types counted (`type`, or every type). */
+function termListScope(sql: Sql, taxonomy: string, type: string | null): PendingQuery<Row[]> {
+  return sql`
+    taxonomy as (
       select id
       from taxonomies
       where slug = ${taxonomy}
@@ -200,7 +263,63 @@ export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit
       select id, slug
       from content_types
       where ${type === null ? sql`true` : sql`slug = ${type}`}
-    ),
+    )
+  `
+}
+
+/** The two statements' first columns: what exists, the types counted, and their next go-live. */
+function termListHeader(sql: Sql, type: string | null): PendingQuery<Row[]> {
+  return sql`
+    exists (select 1 from taxonomy) as taxonomy_exists,
+    ${type === null ? sql`true` : sql`exists (select 1 from counted_types)`} as type_exists,
+    ${type === null ? sql`null::int8` : sql`(select id from counted_types)`} as type_id,
+    (select coalesce(json_agg(ct.slug order by ct.slug collate "C"), '[]'::json) from counted_types ct) as type_slugs,
+    ${nextGoLive(sql)} as go_live_in
+  `
+}
+
+/**
+ * The live entries of the types counted that carry the term `termId` (an
+ * expression in scope), from its kept filter counts: the rows live now, dated
+ * and undated, as the filtered list's `keptCount` sums them (C40, C46).
+ */
+function liveTotal(sql: Sql, termId: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`
+    (
+      (
+        select coalesce(sum(d.delta), 0)
+        from live_filter_count_deltas d
+        where d.kind = 'term'
+          and d.key = ${termId}
+          and d.content_type_id in (select id from counted_types)
+          and d.live_from <= now()
+      ) + (
+        select coalesce(sum(d.delta), 0)
+        from live_filter_count_deltas d
+        where d.kind = 'term'
+          and d.key = ${termId}
+          and d.content_type_id in (select id from counted_types)
+          and d.live_from is null
+      )
+    )::int8
+  `
+}
+
+/**
+ * The term list while a type counted is drifted (`countByScan`): every term's
+ * kept rows live now summed in one pass over live_filter_count_deltas_live,
+ * the drifted types' entries counted one by one (term_list_carried follows the
+ * same drifted counts), then the taxonomy's carried terms sorted for the page.
+ */
+export function summedTermListStatement(sql: Sql, { taxonomy, type, countByScan, limit, offset }: TermListOptions): PendingQuery<TermListRow[]> {
+  const scanned = JSON.stringify(countByScan)
+  const keptTypes = sql`
+    select id
+    from counted_types
+    where slug not in (select jsonb_array_elements_text(${scanned}::text::jsonb))
+  `
+  return sql<TermListRow[]>`
+    with ${termListScope(sql, taxonomy, type)},
     live_totals as (
       select l.term_id, sum(l.live)::int8 as total
       from (
@@ -247,14 +366,10 @@ export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit
       join terms t on t.id = c.id
     )
     select
-      exists (select 1 from taxonomy) as taxonomy_exists,
-      ${type === null ? sql`true` : sql`exists (select 1 from counted_types)`} as type_exists,
-      ${type === null ? sql`null::int8` : sql`(select id from counted_types)`} as type_id,
-      (select coalesce(json_agg(ct.slug order by ct.slug collate "C"), '[]'::json) from counted_types ct) as type_slugs,
-      ${nextGoLive(sql)} as go_live_in,
+      ${termListHeader(sql, type)},
       (select count(*) from carried) as total,
       (
-        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql)}) order by p.name, p.id), '[]'::json)
+        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql, sql`p.total`)}) order by p.name, p.id), '[]'::json)
         from page p
       ) as terms
   `
@@ -265,7 +380,7 @@ export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit
  * term of the taxonomy has its slug, the live entries that carry any of them,
  * as the list filtered by `taxonomy:slug` counts them (C40, C46).
  */
-function termTotal(sql: Sql): PendingQuery<Row[]> {
+function termTotal(sql: Sql, keptTotal: PendingQuery<Row[]>): PendingQuery<Row[]> {
   const namesakes = sql`
     select o.id
     from terms o
@@ -282,7 +397,7 @@ function termTotal(sql: Sql): PendingQuery<Row[]> {
           and e.content_type_id in (select id from counted_types)
           and ${isLive(sql)}
       )
-      else p.total
+      else ${keptTotal}
     end
   `
 }
