@@ -5,25 +5,34 @@
  * stops when the page is full, meta.total from term_list_carried, migration
  * 0007) against the one it sends while a type is drifted (every term's kept
  * rows summed: the statement before 0007), alternating, round by round, on one
- * connection: the machine drifts. DATABASE_URL: the database (required; the
- * target's is `vitrine_bench_terms_1000000`, bench/dataset.ts with
- * `manyTerms`: 1M entries, 10 000 tags); EXPLAIN_TAXONOMY (default tag),
+ * connection: the machine drifts. DATABASE_URL: the database (required);
+ * with EXPLAIN_TERMS_SIZE (e.g. 1000000, the target's), a server on which
+ * `vitrine_bench_terms_<size>` is built or reused (bench/dataset.ts with
+ * `manyTerms`: that many entries, 10 000 tags; 1M takes about 7 minutes of
+ * both cores) and measured; EXPLAIN_TAXONOMY (default tag),
  * EXPLAIN_TYPE (default post), EXPLAIN_ROUNDS (default 5); EXPLAIN_PLAN=1
  * prints the last plans.
  */
 import type { PendingQuery } from 'postgres'
 import { loadConfig } from '../src/config'
-import { openReadPool } from '../src/db/connect'
+import { connectDatabase, openReadPool } from '../src/db/connect'
 import { summedTermListStatement, termListStatement, type TermListOptions } from '../src/discovery/statements'
+import { ensureBenchDatabase } from './dataset'
 import { explainPrepared } from './explain-list'
 
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 if (!config.databaseUrl) throw new Error('DATABASE_URL is required')
+let url = config.databaseUrl
+if (process.env.EXPLAIN_TERMS_SIZE) {
+  const admin = connectDatabase(url, { max: 1 })
+  url = (await ensureBenchDatabase(admin, url, Number(process.env.EXPLAIN_TERMS_SIZE), { manyTerms: true })).url
+  await admin.end()
+}
 const taxonomy = process.env.EXPLAIN_TAXONOMY ?? 'tag'
 const type = process.env.EXPLAIN_TYPE ?? 'post'
 const rounds = Number(process.env.EXPLAIN_ROUNDS ?? 5)
 // One connection: the prepared statements live on it.
-const db = openReadPool(config.databaseUrl, { ...config, databasePoolMax: 1 })
+const db = openReadPool(url, { ...config, databasePoolMax: 1 })
 const options: TermListOptions = { taxonomy, type, countByScan: [], limit: 20, offset: 0, timeoutMs: 60_000, heavy: false }
 const cases: [string, TermListOptions][] = [
   [`type ${type}, page 1`, { ...options }],
