@@ -29,7 +29,7 @@ interface Drift {
 }
 
 /** Where the kept counts and count(*) disagree, in one snapshot: [] when they agree. */
-const drift = async (): Promise<Drift[]> => [...(await db.sql<Drift[]>`select * from vitrine_live_entry_count_drift() order by content_type_id`)]
+const drift = async (): Promise<Drift[]> => [...(await db.sql<Drift[]>`select * from vitrine_live_entry_count_drift() order by content_type_id, undated`)]
 
 /** count(*) of the live entries (C1) of each type, the oracle. */
 async function counted(): Promise<Record<string, number>> {

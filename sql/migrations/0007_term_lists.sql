@@ -7,9 +7,9 @@
 -- type), as the kept filter counts of 0004 say: the term is carried at time T when the sum of its
 -- rows of live_filter_count_deltas live at T is positive. A term whose counts moved since is in
 -- term_list_dirty, and readers count it from live_filter_count_deltas themselves.
--- For whom: a term list reads its page by walking the taxonomy's terms by name and stops when the
--- page is full, and its meta.total from term_list_carried's index, instead of summing the kept rows
--- of every term of the taxonomy.
+-- For whom: a term list reads its page from term_list_carried's index in name order and stops when
+-- the page is full, and its meta.total from the same range, instead of summing the kept rows of
+-- every term of the taxonomy.
 --
 -- Why a time and not a flag: without a write, the live entries of a term only grow (an entry's
 -- rows net to +1 at its published_at while it is published), so a term, once carried, stays
@@ -21,14 +21,16 @@ create table term_list_carried (
   taxonomy_id bigint not null,
   -- The content type the entries are of; 0: any type (a list without `type`).
   content_type_id bigint not null,
+  -- The term's name, for the order of a term list (C46: name, then id). A term renamed is dirty.
+  name text not null,
   -- From when live entries carry it: '-infinity' when they already did at the last write.
   carried_from timestamptz not null,
   primary key (term_id, content_type_id)
 );
 
--- meta.total of a term list: the terms carried now, one index range (term_id: the dirty ones are left out).
-create index term_list_carried_count
-  on term_list_carried (taxonomy_id, content_type_id, carried_from) include (term_id);
+-- A term list: its page in order from the start of the range, and its meta.total, from the index alone.
+create index term_list_carried_order
+  on term_list_carried (taxonomy_id, content_type_id, name, term_id) include (carried_from);
 
 -- Terms whose kept filter counts moved and whose row above is not yet rewritten. Writers only
 -- insert here; the one compaction at a time deletes what it rewrote.
@@ -83,24 +85,24 @@ $$;
 -- (now or from an embargoed entry's go-live), and one for any type (the earliest of them).
 -- A term that no longer exists has none.
 create function vitrine_term_list_rows(term_ids bigint[])
-returns table (term_id bigint, taxonomy_id bigint, content_type_id bigint, carried_from timestamptz)
+returns table (term_id bigint, taxonomy_id bigint, content_type_id bigint, name text, carried_from timestamptz)
 language sql
 stable
 set search_path from current
 as $$
   with per_type as (
-    select t.id as term_id, t.taxonomy_id, ct.id as content_type_id, vitrine_term_carried_from(t.id, ct.id) as carried_from
+    select t.id as term_id, t.taxonomy_id, ct.id as content_type_id, t.name, vitrine_term_carried_from(t.id, ct.id) as carried_from
     from terms t
     cross join content_types ct
     where t.id = any(term_ids)
   )
-  select p.term_id, p.taxonomy_id, p.content_type_id, p.carried_from
+  select p.term_id, p.taxonomy_id, p.content_type_id, p.name, p.carried_from
   from per_type p
   where p.carried_from is not null
   union all
-  select p.term_id, p.taxonomy_id, 0, min(p.carried_from)
+  select p.term_id, p.taxonomy_id, 0, p.name, min(p.carried_from)
   from per_type p
-  group by p.term_id, p.taxonomy_id
+  group by p.term_id, p.taxonomy_id, p.name
   having min(p.carried_from) is not null
 $$;
 
@@ -132,8 +134,8 @@ begin
   end if;
   delete from term_list_carried
   where term_id = any(taken);
-  insert into term_list_carried (term_id, taxonomy_id, content_type_id, carried_from)
-  select term_id, taxonomy_id, content_type_id, carried_from
+  insert into term_list_carried (term_id, taxonomy_id, content_type_id, name, carried_from)
+  select term_id, taxonomy_id, content_type_id, name, carried_from
   from vitrine_term_list_rows(taken);
 end
 $$;
@@ -170,8 +172,8 @@ begin
 end
 $$;
 
--- A term moved to another taxonomy is dirty: its rows name the taxonomy it was in.
-create function vitrine_terms_moved() returns trigger
+-- A term renamed or moved to another taxonomy is dirty: its rows hold its name and taxonomy.
+create function vitrine_terms_relisted() returns trigger
 language plpgsql
 security definer
 set search_path from current
@@ -181,7 +183,7 @@ begin
   select n.id
   from new_rows n
   join old_rows o on o.id = n.id
-  where n.taxonomy_id is distinct from o.taxonomy_id;
+  where (n.taxonomy_id, n.name) is distinct from (o.taxonomy_id, o.name);
   perform vitrine_compact_term_lists();
   return null;
 end
@@ -204,9 +206,9 @@ create trigger term_lists_touched_insert after insert on live_filter_count_delta
 create trigger term_lists_touched_delete after delete on live_filter_count_deltas
   referencing old table as old_rows
   for each statement execute function vitrine_term_lists_touched();
-create trigger terms_moved after update on terms
+create trigger terms_relisted after update on terms
   referencing old table as old_rows new table as new_rows
-  for each statement execute function vitrine_terms_moved();
+  for each statement execute function vitrine_terms_relisted();
 -- Named to run after the triggers of 0004 on the same events (triggers run in name order).
 create trigger entries_term_lists_compacted after insert or update or delete or truncate on entries
   for each statement execute function vitrine_term_lists_compacted();
@@ -215,6 +217,6 @@ create trigger entry_terms_term_lists_compacted after insert or update or delete
 
 revoke execute on function vitrine_compact_term_lists() from public;
 
-insert into term_list_carried (term_id, taxonomy_id, content_type_id, carried_from)
-select term_id, taxonomy_id, content_type_id, carried_from
+insert into term_list_carried (term_id, taxonomy_id, content_type_id, name, carried_from)
+select term_id, taxonomy_id, content_type_id, name, carried_from
 from vitrine_term_list_rows(array(select id from terms));

@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import { DEEP_OFFSET, isLive } from '../content/queries'
+import { isLive } from '../content/queries'
 
 /** One row of `GET /api/v1/languages` (C46). */
 export interface LanguageRow {
@@ -146,16 +146,16 @@ function contentTypesStatement(sql: Sql, countByScan: readonly string[]): Pendin
  * statement.
  *
  * Which terms are carried, and how many: term_list_carried (migration 0007)
- * holds, per term and type (and for any type), from when live entries carry
- * it, as the kept filter counts (0004, kind 'term') say; the page walks the
- * taxonomy's terms by name (terms_taxonomy_name), keeps those carried now and
- * stops when it is full; meta.total is one index range of term_list_carried.
- * A term whose counts moved since its row was written is in term_list_dirty
- * and is judged from the kept filter counts instead. Each page term's total is
- * its kept rows live now (dated up to now(), and undated), as the filtered
- * list reads them: embargoed entries' rows are never read, and each goes live
- * at its second with no write. The cost is the page's, not the taxonomy's
- * (sql/live-entry-counts.md, "Term lists").
+ * holds, per term and type (and for any type), its name and from when live
+ * entries carry it, as the kept filter counts (0004, kind 'term') say; the
+ * page reads its index (term_list_carried_order) in name order from the start
+ * of the taxonomy's range, keeps the rows carried now and stops when it is
+ * full; meta.total counts the same range. A term whose counts moved since its
+ * row was written is in term_list_dirty and is judged from the kept filter
+ * counts instead. Each page term's total is its kept rows live now (dated up
+ * to now(), and undated), as the filtered list reads them: embargoed entries'
+ * rows are never read, and each goes live at its second with no write. The
+ * cost is the page's, not the taxonomy's (sql/live-entry-counts.md, "Term lists").
  *
  * A term whose slug another term of its taxonomy shares: a list filtered by
  * `taxonomy:slug` holds the entries that carry any of them (C40), so that
@@ -187,14 +187,20 @@ interface TermListRow extends Row {
 }
 
 /**
- * The statement of `listTerms`, not yet sent (the tests explain it): the walk
- * below, or, while a type counted is drifted, `summedTermListStatement`.
+ * The statement of `listTerms`, not yet sent (the tests explain it): a read
+ * of term_list_carried in name order, or, while a type counted is drifted,
+ * `summedTermListStatement`.
  */
 export function termListStatement(sql: Sql, options: TermListOptions): PendingQuery<TermListRow[]> {
   if (options.countByScan.length > 0) return summedTermListStatement(sql, options)
   const { taxonomy, type, limit, offset } = options
-  // term_list_carried's rows of a list without `type` are those of content type 0 (migration 0007).
-  const keptType = type === null ? sql`0::int8` : sql`(select id from counted_types)`
+  // The rows of term_list_carried carried now and not dirty; content type 0: a list without `type` (migration 0007).
+  const kept = sql`
+    c.taxonomy_id = (select id from taxonomy)
+    and c.content_type_id = ${type === null ? sql`0::int8` : sql`(select id from counted_types)`}
+    and c.carried_from <= now()
+    and c.term_id not in (select term_id from dirty)
+  `
   return sql<TermListRow[]>`
     with ${termListScope(sql, taxonomy, type)},
     dirty as materialized (
@@ -203,46 +209,44 @@ export function termListStatement(sql: Sql, options: TermListOptions): PendingQu
     ),
     dirty_carried as materialized (
       -- Terms whose counts moved since term_list_carried was written: summed here, as the filtered list sums them.
-      select t.id
+      select t.id, t.name
       from dirty d
       join terms t on t.id = d.term_id
       where t.taxonomy_id = (select id from taxonomy)
         and ${liveTotal(sql, sql`t.id`)} > 0
     ),
+    page_start as (
+      -- The first offset + limit carried terms: from the start of the taxonomy's range of
+      -- term_list_carried_order, in its order (the equal columns first, so that the index gives it),
+      -- stopping there; and the dirty terms carried.
+      (
+        select c.term_id as id, c.name
+        from term_list_carried c
+        where ${kept}
+        order by c.taxonomy_id, c.content_type_id, c.name, c.term_id
+        limit ${offset + limit}::int8
+      )
+      union all
+      select d.id, d.name
+      from dirty_carried d
+    ),
     page as (
-      select t.id, t.name, t.slug
-      from terms t
-      where t.taxonomy_id = (select id from taxonomy)
-        and case
-          when t.id in (select term_id from dirty) then t.id in (select id from dirty_carried)
-          else ${offset < DEEP_OFFSET ? sql`(
-            -- Near the start, one look-up by key per term walked (an exists became a hash of the taxonomy's rows).
-            select c.carried_from
-            from term_list_carried c
-            where c.term_id = t.id
-              and c.content_type_id = ${keptType}
-          ) <= now()` : sql`t.id in (
-            -- Deep, where the walk passes most of the taxonomy: its carried terms, one index range, hashed.
-            select c.term_id
-            from term_list_carried c
-            where c.taxonomy_id = (select id from taxonomy)
-              and c.content_type_id = ${keptType}
-              and c.carried_from <= now()
-          )`}
-        end
-      order by t.name, t.id
-      limit ${limit}::int8
-      offset ${offset}::int8
+      -- The slugs of the page's terms only, after the offset.
+      select p.id, p.name, (select t.slug from terms t where t.id = p.id) as slug
+      from (
+        select *
+        from page_start p
+        order by p.name, p.id
+        limit ${limit}::int8
+        offset ${offset}::int8
+      ) p
     )
     select
       ${termListHeader(sql, type)},
       (
         select count(*)
         from term_list_carried c
-        where c.taxonomy_id = (select id from taxonomy)
-          and c.content_type_id = ${keptType}
-          and c.carried_from <= now()
-          and c.term_id not in (select term_id from dirty)
+        where ${kept}
       ) + (select count(*) from dirty_carried) as total,
       (
         select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql, liveTotal(sql, sql`p.id`))}) order by p.name, p.id), '[]'::json)

@@ -545,8 +545,9 @@ export const MUTANTS: Mutant[] = [
     id: 'terms-dirty-trusted',
     regression: 'C46/C2: a term list trusts term_list_carried for terms whose counts moved since it was written (a writer that could not compact leaves the list stale)',
     edits: [
-      { file: 'src/discovery/statements.ts', find: 'when t.id in (select term_id from dirty) then t.id in (select id from dirty_carried)', replace: 'when false then true' },
-      { file: 'src/discovery/statements.ts', find: '          and c.term_id not in (select term_id from dirty)\n      ) + (select count(*) from dirty_carried) as total', replace: '      ) as total' },
+      { file: 'src/discovery/statements.ts', find: '    and c.term_id not in (select term_id from dirty)\n', replace: '' },
+      { file: 'src/discovery/statements.ts', find: '      union all\n      select d.id, d.name\n      from dirty_carried d\n', replace: '' },
+      { file: 'src/discovery/statements.ts', find: '      ) + (select count(*) from dirty_carried) as total,', replace: '      ) as total,' },
     ],
     tests: [DISCOVERY_TOTALS],
   },
