@@ -167,7 +167,7 @@ describe('C46: term and content type totals equal the lists they count', () => {
 })
 
 describe('C46: a term list reads its page by name and its meta.total from term_list_carried (migration 0007)', () => {
-  test('exact while writers leave their terms dirty: one holds the compaction (read committed, open), others write in repeatable read or cannot take it; go-lives between', async () => {
+  test('exact while writers leave their terms dirty: one holds the compaction (read committed, open), others write in repeatable read or cannot take it, move and rename terms; go-lives between', async () => {
     for (const type of TYPES) await addContentType(db.sql, type)
     const rng = random(4607)
     const terms = [] as number[]
@@ -200,6 +200,7 @@ describe('C46: a term list reads its page by name and its meta.total from term_l
           () => writer`update entries set status = ${rng.pick(['published', 'draft'])} where id = ${entry}`,
           () => writer`update entries set published_at = ${rng.pick([null, goLive, new Date(Date.now() - 60_000), new Date(Date.now() + 86_400_000)])} where id = ${entry}`,
           () => writer`update terms set taxonomy_id = (select id from taxonomies where slug = ${rng.pick(['tag', 'category'])}) where id = ${term}`,
+          () => writer`update terms set name = ${`Dirty ${Math.floor(rng.next() * 100)}`} where id = ${term}`,
           () => writer.begin('isolation level repeatable read', (tx) => tx`insert into entry_terms (entry_id, term_id) values (${entry}, ${term}) on conflict do nothing`),
         ])
         await write()

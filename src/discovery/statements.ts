@@ -314,6 +314,8 @@ function liveTotal(sql: Sql, termId: PendingQuery<Row[]>): PendingQuery<Row[]> {
  * kept rows live now summed in one pass over live_filter_count_deltas_live,
  * the drifted types' entries counted one by one (term_list_carried follows the
  * same drifted counts), then the taxonomy's carried terms sorted for the page.
+ * Without drifted types it is the statement before migration 0007, which
+ * bench/explain-terms.ts measures against the read of term_list_carried.
  */
 export function summedTermListStatement(sql: Sql, { taxonomy, type, countByScan, limit, offset }: TermListOptions): PendingQuery<TermListRow[]> {
   const scanned = JSON.stringify(countByScan)
