@@ -38,63 +38,57 @@ create table term_list_dirty (
   term_id bigint not null
 );
 
--- From when the live entries of `type_id` carry the term, per its kept filter counts at this
--- moment: '-infinity' when they did a second ago (a reader's now() is at most that much before
--- the snapshot that sees this write: as vitrine_fold_live_entry_counts), else the first
--- publication time at which the running sum of its later rows is positive; null: not before a write.
-create function vitrine_term_carried_from(term_id bigint, type_id bigint) returns timestamptz
-language sql
-stable
-set search_path from current
-as $$
-  with settled as (
-    select (
-      select coalesce(sum(d.delta), 0)
-      from live_filter_count_deltas d
-      where d.kind = 'term'
-        and d.key = term_id
-        and d.content_type_id = type_id
-        and d.live_from <= now() - interval '1 second'
-    ) + (
-      select coalesce(sum(d.delta), 0)
-      from live_filter_count_deltas d
-      where d.kind = 'term'
-        and d.key = term_id
-        and d.content_type_id = type_id
-        and d.live_from is null
-    ) as live
-  )
-  select case
-    when (select live from settled) > 0 then '-infinity'::timestamptz
-    else (
-      select min(r.live_from)
-      from (
-        select d.live_from, (select live from settled) + sum(d.delta) over (order by d.live_from) as live
-        from live_filter_count_deltas d
-        where d.kind = 'term'
-          and d.key = term_id
-          and d.content_type_id = type_id
-          and d.live_from > now() - interval '1 second'
-      ) r
-      where r.live > 0
-    )
-  end
-$$;
-
--- The rows of term_list_carried for the given terms: one per content type that carries each
--- (now or from an embargoed entry's go-live), and one for any type (the earliest of them).
--- A term that no longer exists has none.
+-- The rows of term_list_carried for the given terms: one per content type whose live entries carry
+-- each (now or from an embargoed entry's go-live), and one for any type (the earliest of them), as
+-- the kept filter counts say at this moment. carried_from: '-infinity' when the term was carried a
+-- second ago (a reader's now() is at most that much before the snapshot that sees this write: as
+-- vitrine_fold_live_entry_counts), else the first publication time at which the running sum of its
+-- later rows is positive; no row when never before a write. A term that no longer exists has none.
+-- One statement for all the terms (a function per term and type was planned at every call).
 create function vitrine_term_list_rows(term_ids bigint[])
 returns table (term_id bigint, taxonomy_id bigint, content_type_id bigint, name text, carried_from timestamptz)
 language sql
 stable
 set search_path from current
 as $$
-  with per_type as (
-    select t.id as term_id, t.taxonomy_id, ct.id as content_type_id, t.name, vitrine_term_carried_from(t.id, ct.id) as carried_from
+  with settled as (
+    select t.id as term_id, t.taxonomy_id, t.name, ct.id as content_type_id, (
+      select coalesce(sum(d.delta), 0)
+      from live_filter_count_deltas d
+      where d.kind = 'term'
+        and d.key = t.id
+        and d.content_type_id = ct.id
+        and d.live_from <= now() - interval '1 second'
+    ) + (
+      select coalesce(sum(d.delta), 0)
+      from live_filter_count_deltas d
+      where d.kind = 'term'
+        and d.key = t.id
+        and d.content_type_id = ct.id
+        and d.live_from is null
+    ) as live
     from terms t
     cross join content_types ct
     where t.id = any(term_ids)
+  ),
+  per_type as (
+    select s.term_id, s.taxonomy_id, s.name, s.content_type_id,
+      case
+        when s.live > 0 then '-infinity'::timestamptz
+        else (
+          select min(r.live_from)
+          from (
+            select d.live_from, s.live + sum(d.delta) over (order by d.live_from) as live
+            from live_filter_count_deltas d
+            where d.kind = 'term'
+              and d.key = s.term_id
+              and d.content_type_id = s.content_type_id
+              and d.live_from > now() - interval '1 second'
+          ) r
+          where r.live > 0
+        )
+      end as carried_from
+    from settled s
   )
   select p.term_id, p.taxonomy_id, p.content_type_id, p.name, p.carried_from
   from per_type p
@@ -132,11 +126,28 @@ begin
   if taken is null then
     return;
   end if;
-  delete from term_list_carried
-  where term_id = any(taken);
+  -- Only the rows that changed are written: most writes leave a term carried as it was.
+  with fresh as materialized (
+    select *
+    from vitrine_term_list_rows(taken)
+  ),
+  gone as (
+    delete from term_list_carried c
+    where c.term_id = any(taken)
+      and not exists (
+        select 1
+        from fresh f
+        where f.term_id = c.term_id
+          and f.content_type_id = c.content_type_id
+      )
+  )
   insert into term_list_carried (term_id, taxonomy_id, content_type_id, name, carried_from)
-  select term_id, taxonomy_id, content_type_id, name, carried_from
-  from vitrine_term_list_rows(taken);
+  select f.term_id, f.taxonomy_id, f.content_type_id, f.name, f.carried_from
+  from fresh f
+  on conflict (term_id, content_type_id) do update
+  set taxonomy_id = excluded.taxonomy_id, name = excluded.name, carried_from = excluded.carried_from
+  where (term_list_carried.taxonomy_id, term_list_carried.name, term_list_carried.carried_from)
+    is distinct from (excluded.taxonomy_id, excluded.name, excluded.carried_from);
 end
 $$;
 

@@ -554,7 +554,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'terms-carried-late',
     regression: 'C46/C1: a term that only embargoed entries carry is kept as carried from after its first go-live: it appears late, waiting for a write',
-    edits: [{ file: 'sql/migrations/0007_term_lists.sql', find: '      where r.live > 0\n    )\n  end', replace: "      where r.live > 0\n    ) + interval '1 hour'\n  end" }],
+    edits: [{ file: 'sql/migrations/0007_term_lists.sql', find: '          where r.live > 0\n        )\n      end as carried_from', replace: "          where r.live > 0\n        ) + interval '1 hour'\n      end as carried_from" }],
     tests: [DISCOVERY_TOTALS],
   },
   {
