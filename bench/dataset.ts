@@ -28,12 +28,13 @@ export async function datasetSql(entries: number): Promise<string> {
 /**
  * `vitrine_bench_<size>` on the server `serverUrl` that `admin` is connected to, built only when
  * its fingerprint differs from the one recorded on it: building a million entries takes minutes.
+ * `manyTerms`: `vitrine_bench_terms_<size>`, the same data set with 10 000 tags (bench/many-terms.sql).
  * @example const { url } = await ensureBenchDatabase(admin, target.url, 100_000)
  */
-export async function ensureBenchDatabase(admin: Sql, serverUrl: string, size: number): Promise<{ url: string; how: string; bytes: number }> {
-  const name = `vitrine_bench_${size}`
+export async function ensureBenchDatabase(admin: Sql, serverUrl: string, size: number, { manyTerms = false } = {}): Promise<{ url: string; how: string; bytes: number }> {
+  const name = manyTerms ? `vitrine_bench_terms_${size}` : `vitrine_bench_${size}`
   const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString()
-  const dataset = await datasetSql(size)
+  const dataset = (await datasetSql(size)) + (manyTerms ? `\n${await readFile(join(import.meta.dir, 'many-terms.sql'), 'utf8')}` : '')
   const fingerprint = await fingerprintOf(dataset, size)
   const [found] = await admin<{ comment: string | null }[]>`
     select shobj_description(oid, 'pg_database') as comment

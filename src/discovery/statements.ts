@@ -149,13 +149,17 @@ function contentTypesStatement(sql: Sql, countByScan: readonly string[]): Pendin
  * of any type), ordered by name then id, each with its live total, in one
  * statement.
  *
- * The totals come from the kept filter counts (0004, kind 'term'), as the
- * filtered list reads them: per term and type, the rows live now (dated up
- * to now(), and undated), summed in one pass over the index
- * live_filter_count_deltas_live for the types counted; embargoed entries'
+ * Which terms are carried, and how many: term_list_carried (migration 0007)
+ * holds, per term and type (and for any type), its name and from when live
+ * entries carry it, as the kept filter counts (0004, kind 'term') say; the
+ * page reads its index (term_list_carried_order) in name order from the start
+ * of the taxonomy's range, keeps the rows carried now and stops when it is
+ * full; meta.total counts the same range. A term whose counts moved since its
+ * row was written is in term_list_dirty and is judged from the kept filter
+ * counts instead. Each page term's total is its kept rows live now (dated up
+ * to now(), and undated), as the filtered list reads them: embargoed entries'
  * rows are never read, and each goes live at its second with no write. The
- * terms carried are those whose sum is positive; the page walks the taxonomy's
- * terms by name (terms_taxonomy_name) and stops when it is full.
+ * cost is the page's, not the taxonomy's (sql/live-entry-counts.md, "Term lists").
  *
  * A term whose slug another term of its taxonomy shares: a list filtered by
  * `taxonomy:slug` holds the entries that carry any of them (C40), so that
@@ -189,16 +193,79 @@ interface TermListRow extends Row {
   terms: TermRow[]
 }
 
-/** The statement of `listTerms`, not yet sent (the tests explain it). */
-export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit, offset }: TermListOptions): PendingQuery<TermListRow[]> {
-  const scanned = JSON.stringify(countByScan)
-  const keptTypes = sql`
-    select id
-    from counted_types
-    where slug not in (select jsonb_array_elements_text(${scanned}::text::jsonb))
+/**
+ * The statement of `listTerms`, not yet sent (the tests explain it): a read
+ * of term_list_carried in name order, or, while a type counted is drifted,
+ * `summedTermListStatement`.
+ */
+export function termListStatement(sql: Sql, options: TermListOptions): PendingQuery<TermListRow[]> {
+  if (options.countByScan.length > 0) return summedTermListStatement(sql, options)
+  const { taxonomy, type, limit, offset } = options
+  // The rows of term_list_carried carried now and not dirty; content type 0: a list without `type` (migration 0007).
+  const kept = sql`
+    c.taxonomy_id = (select id from taxonomy)
+    and c.content_type_id = ${type === null ? sql`0::int8` : sql`(select id from counted_types)`}
+    and c.carried_from <= now()
+    and c.term_id not in (select term_id from dirty)
   `
   return sql<TermListRow[]>`
-    with taxonomy as (
+    with ${termListScope(sql, taxonomy, type)},
+    dirty as materialized (
+      select distinct q.term_id
+      from term_list_dirty q
+    ),
+    dirty_carried as materialized (
+      -- Terms whose counts moved since term_list_carried was written: summed here, as the filtered list sums them.
+      select t.id, t.name
+      from dirty d
+      join terms t on t.id = d.term_id
+      where t.taxonomy_id = (select id from taxonomy)
+        and ${liveTotal(sql, sql`t.id`)} > 0
+    ),
+    page_start as (
+      -- The first offset + limit carried terms: from the start of the taxonomy's range of
+      -- term_list_carried_order, in its order (the equal columns first, so that the index gives it),
+      -- stopping there; and the dirty terms carried.
+      (
+        select c.term_id as id, c.name
+        from term_list_carried c
+        where ${kept}
+        order by c.taxonomy_id, c.content_type_id, c.name, c.term_id
+        limit ${offset + limit}::int8
+      )
+      union all
+      select d.id, d.name
+      from dirty_carried d
+    ),
+    page as (
+      -- The slugs of the page's terms only, after the offset.
+      select p.id, p.name, (select t.slug from terms t where t.id = p.id) as slug
+      from (
+        select *
+        from page_start p
+        order by p.name, p.id
+        limit ${limit}::int8
+        offset ${offset}::int8
+      ) p
+    )
+    select
+      ${termListHeader(sql, type)},
+      (
+        select count(*)
+        from term_list_carried c
+        where ${kept}
+      ) + (select count(*) from dirty_carried) as total,
+      (
+        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql, liveTotal(sql, sql`p.id`))}) order by p.name, p.id), '[]'::json)
+        from page p
+      ) as terms
+  `
+}
+
+/** The two statements' first common table expressions: the taxonomy, and the types counted (`type`, or every type). */
+function termListScope(sql: Sql, taxonomy: string, type: string | null): PendingQuery<Row[]> {
+  return sql`
+    taxonomy as (
       select id
       from taxonomies
       where slug = ${taxonomy}
@@ -207,7 +274,65 @@ export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit
       select id, slug
       from content_types
       where ${type === null ? sql`true` : sql`slug = ${type}`}
-    ),
+    )
+  `
+}
+
+/** The two statements' first columns: what exists, the types counted, and their next go-live. */
+function termListHeader(sql: Sql, type: string | null): PendingQuery<Row[]> {
+  return sql`
+    exists (select 1 from taxonomy) as taxonomy_exists,
+    ${type === null ? sql`true` : sql`exists (select 1 from counted_types)`} as type_exists,
+    ${type === null ? sql`null::int8` : sql`(select id from counted_types)`} as type_id,
+    (select coalesce(json_agg(ct.slug order by ct.slug collate "C"), '[]'::json) from counted_types ct) as type_slugs,
+    ${nextGoLive(sql)} as go_live_in
+  `
+}
+
+/**
+ * The live entries of the types counted that carry the term `termId` (an
+ * expression in scope), from its kept filter counts: the rows live now, dated
+ * and undated, as the filtered list's `keptCount` sums them (C40, C46).
+ */
+function liveTotal(sql: Sql, termId: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`
+    (
+      (
+        select coalesce(sum(d.delta), 0)
+        from live_filter_count_deltas d
+        where d.kind = 'term'
+          and d.key = ${termId}
+          and d.content_type_id in (select id from counted_types)
+          and d.live_from <= now()
+      ) + (
+        select coalesce(sum(d.delta), 0)
+        from live_filter_count_deltas d
+        where d.kind = 'term'
+          and d.key = ${termId}
+          and d.content_type_id in (select id from counted_types)
+          and d.live_from is null
+      )
+    )::int8
+  `
+}
+
+/**
+ * The term list while a type counted is drifted (`countByScan`): every term's
+ * kept rows live now summed in one pass over live_filter_count_deltas_live,
+ * the drifted types' entries counted one by one (term_list_carried follows the
+ * same drifted counts), then the taxonomy's carried terms sorted for the page.
+ * Without drifted types it is the statement before migration 0007, which
+ * bench/explain-terms.ts measures against the read of term_list_carried.
+ */
+export function summedTermListStatement(sql: Sql, { taxonomy, type, countByScan, limit, offset }: TermListOptions): PendingQuery<TermListRow[]> {
+  const scanned = JSON.stringify(countByScan)
+  const keptTypes = sql`
+    select id
+    from counted_types
+    where slug not in (select jsonb_array_elements_text(${scanned}::text::jsonb))
+  `
+  return sql<TermListRow[]>`
+    with ${termListScope(sql, taxonomy, type)},
     live_totals as (
       select l.term_id, sum(l.live)::int8 as total
       from (
@@ -254,14 +379,10 @@ export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit
       join terms t on t.id = c.id
     )
     select
-      exists (select 1 from taxonomy) as taxonomy_exists,
-      ${type === null ? sql`true` : sql`exists (select 1 from counted_types)`} as type_exists,
-      ${type === null ? sql`null::int8` : sql`(select id from counted_types)`} as type_id,
-      (select coalesce(json_agg(ct.slug order by ct.slug collate "C"), '[]'::json) from counted_types ct) as type_slugs,
-      ${nextGoLive(sql)} as go_live_in,
+      ${termListHeader(sql, type)},
       (select count(*) from carried) as total,
       (
-        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql)}) order by p.name, p.id), '[]'::json)
+        select coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'slug', p.slug, 'total', ${termTotal(sql, sql`p.total`)}) order by p.name, p.id), '[]'::json)
         from page p
       ) as terms
   `
@@ -272,7 +393,7 @@ export function termListStatement(sql: Sql, { taxonomy, type, countByScan, limit
  * term of the taxonomy has its slug, the live entries that carry any of them,
  * as the list filtered by `taxonomy:slug` counts them (C40, C46).
  */
-function termTotal(sql: Sql): PendingQuery<Row[]> {
+function termTotal(sql: Sql, keptTotal: PendingQuery<Row[]>): PendingQuery<Row[]> {
   const namesakes = sql`
     select o.id
     from terms o
@@ -289,7 +410,7 @@ function termTotal(sql: Sql): PendingQuery<Row[]> {
           and e.content_type_id in (select id from counted_types)
           and ${isLive(sql)}
       )
-      else p.total
+      else ${keptTotal}
     end
   `
 }

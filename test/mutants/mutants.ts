@@ -533,9 +533,37 @@ export const MUTANTS: Mutant[] = [
   // C46: discovery.
   {
     id: 'terms-embargoed',
-    regression: 'C46/C2: term totals count embargoed entries (the kept rows are summed past now())',
+    regression: 'C46/C2: term totals count embargoed entries (the kept rows are summed past now(), in the statement a list with a drifted type gets)',
     edits: [{ file: 'src/discovery/statements.ts', find: "          and d.content_type_id in (${keptTypes})\n          and d.live_from <= now()", replace: "          and d.content_type_id in (${keptTypes})\n          and d.live_from is not null" }],
     tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-embargoed-walk',
+    regression: 'C46/C2: term totals of the walk count embargoed entries (a page term\'s kept rows are summed past now())',
+    edits: [{ file: 'src/discovery/statements.ts', find: "          and d.content_type_id in (select id from counted_types)\n          and d.live_from <= now()", replace: "          and d.content_type_id in (select id from counted_types)\n          and d.live_from is not null" }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-dirty-trusted',
+    regression: 'C46/C2: a term list trusts term_list_carried for terms whose counts moved since it was written (a writer that could not compact leaves the list stale)',
+    edits: [
+      { file: 'src/discovery/statements.ts', find: '    and c.term_id not in (select term_id from dirty)\n', replace: '' },
+      { file: 'src/discovery/statements.ts', find: '      union all\n      select d.id, d.name\n      from dirty_carried d\n', replace: '' },
+      { file: 'src/discovery/statements.ts', find: '      ) + (select count(*) from dirty_carried) as total,', replace: '      ) as total,' },
+    ],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-carried-late',
+    regression: 'C46/C1: a term that only embargoed entries carry is kept as carried from after its first go-live: it appears late, waiting for a write',
+    edits: [{ file: 'sql/migrations/0007_term_lists.sql', find: '          where r.live > 0\n        )\n      end as carried_from', replace: "          where r.live > 0\n        ) + interval '1 hour'\n      end as carried_from" }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-compaction-waits',
+    regression: 'C46/C18: writers wait for each other on the term lists\' compaction (a lock taken, not tried)',
+    edits: [{ file: 'sql/migrations/0007_term_lists.sql', find: "  if current_setting('transaction_isolation') <> 'read committed'\n    or not pg_try_advisory_xact_lock(hashtext('vitrine_compact_term_lists')) then\n    return;\n  end if;", replace: "  perform pg_advisory_xact_lock(hashtext('vitrine_compact_term_lists'));" }],
+    tests: [COUNTS],
   },
   {
     id: 'terms-namesakes',
