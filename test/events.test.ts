@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { encodeEventMark } from '../src/changes/event-mark'
-import { MAX_IDS_PER_EVENT } from '../src/changes/event-statement'
+import { MAX_IDS_PER_EVENT, MAX_ROWS_PER_READ } from '../src/changes/event-statement'
 import { createTestDatabase } from './support/database'
 import { writeInFlight } from './support/writer-in-flight'
 import { eventTestApp, type EventTestApp, type StreamReader } from './support/event-stream'
@@ -89,7 +89,7 @@ describe('C49 the stream', () => {
   test('an unknown type in types is 404 as C5; a malformed Last-Event-ID is 400; neither opens a stream', async () => {
     const unknown = await api.get('/api/v1/events?types=post,nope')
     expect([unknown.status, unknown.body]).toEqual([404, { error: 'Content type not found.' }])
-    for (const id of ['abc', '1.2.x', '1', `1.${(BigInt(Date.now()) + 10n * 86_400_000n) * 1000n}`]) {
+    for (const id of ['abc', '1.2.x', '1', `1.${(BigInt(Date.now()) + 10n * 86_400_000n) * 1000n}`, `1.${BigInt(Date.now()) * 1000n}.99999999999999999999`]) {
       const bad = await api.get('/api/v1/events', { headers: { 'last-event-id': id } })
       expect([id, bad.status, bad.body]).toEqual([id, 400, { error: 'The Last-Event-ID header is not an event id of this stream.' }])
     }
@@ -189,6 +189,18 @@ describe('C49 each kind of write reaches the entries that show it, after the com
     await db.sql`insert into entries (content_type_id, status, published_at) select (select id from content_types where slug = 'post'), 'published', now() - interval '1 hour' from generate_series(1, ${MAX_IDS_PER_EVENT + 1})`
     expect((await stream.nextEvent()).data).toEqual({ type: 'post', ids: null })
     await stream.cancel()
+  })
+
+  test(`a bulk write (past ${MAX_ROWS_PER_READ} rows of the log, the cap of one read) is told whole (ids: null) for the types it wrote, and the stream goes on`, async () => {
+    const { stream } = await api.open()
+    await stream.next()
+    await db.sql`insert into entries (content_type_id, status, published_at) select (select id from content_types where slug = 'post'), 'published', now() - interval '1 hour' from generate_series(1, ${MAX_ROWS_PER_READ + 1})`
+    const got = reached(await eventsUntil(stream, await marker()))
+    // The marker may be read with the bulk write (then told whole too).
+    delete got[MARKER]
+    expect(got).toEqual({ post: null })
+    const after = await addEntry(db.sql)
+    expect(reached(await eventsUntil(stream, (event) => event.data.ids?.includes(after) ?? false)).post).toContain(after)
   })
 
   test('a write whose transaction commits after a later one is still told (the mark keeps transactions in flight)', async () => {

@@ -66,8 +66,14 @@ export class EventFeed implements ChangeHandlers {
   #generation = 0
   /** Why the latest read failed; null when it did not. */
   #failure: unknown = null
-  /** Catch-up reads in flight, by the mark they start from. */
-  readonly #catchUps = new Map<string, Promise<ChangesRead>>()
+  /** Catch-up reads in flight, by the mark they start from, with the live reads told when each was sent. */
+  readonly #catchUps = new Map<string, { read: Promise<ChangesRead>; told: number }>()
+  /** Live reads told to the subscribers so far: a catch-up sent before one of them cannot stand in for it. */
+  #told = 0
+  /** Subscribers on their way in (between the first check and joining): the mark is not forgotten under them. */
+  #arriving = 0
+  /** Before when marks were pruned, as the latest read said. */
+  #prunedBeforeMicros: bigint | null = null
 
   constructor(options: EventFeedOptions) {
     this.#options = { heartbeatMs: HEARTBEAT_MS, maxBacklogBytes: MAX_BACKLOG_BYTES, ...options }
@@ -86,12 +92,19 @@ export class EventFeed implements ChangeHandlers {
   async subscribe(options: SubscribeOptions): Promise<ReadableStream<Uint8Array>> {
     this.#admit()
     // The first subscriber starts from now, not from a mark read for nobody.
-    if (this.#subscribers.size === 0) this.#forget()
-    await this.#ready()
+    if (this.#subscribers.size === 0 && this.#arriving === 0) this.#forget()
+    this.#arriving++
+    try {
+      await this.#ready()
+    } finally {
+      this.#arriving--
+    }
     for (const type of options.types ?? []) {
       if (!this.#types.has(type)) throw contentTypeNotFound()
     }
     this.#admit()
+    // Forgotten meanwhile (the last subscriber left while this one waited): nothing can be promised from it.
+    if (this.#mark === null) throw serviceUnavailable()
     const subscriber = new EventSubscriber(
       options.types && new Set(options.types),
       this.#options.maxBacklogBytes,
@@ -125,13 +138,14 @@ export class EventFeed implements ChangeHandlers {
 
   onListening(): void {
     // Anything committed while nobody listened is in the log after the mark.
-    if (this.#mark !== null) this.#requestRead()
+    if (this.#mark !== null || this.#reading !== null) this.#requestRead()
   }
 
   onLost(): void {}
 
   onChange(_change: Change): void {
-    if (this.#mark !== null) this.#requestRead()
+    // While the first read is in flight too: its snapshot may be older than this commit (read again after it).
+    if (this.#mark !== null || this.#reading !== null) this.#requestRead()
   }
 
   onLanguages(): void {}
@@ -146,6 +160,7 @@ export class EventFeed implements ChangeHandlers {
   /** The feed has a mark and knows the types (one read, shared by everyone who waits). */
   async #ready(): Promise<void> {
     while (this.#mark === null) {
+      if (this.#closed) throw serviceUnavailable()
       // A read in flight gives a mark too (or shows it could not): wait for it rather than ask for another.
       if (!this.#reading) this.#requestRead()
       await this.#reading
@@ -157,14 +172,16 @@ export class EventFeed implements ChangeHandlers {
 
   /** The client's changes since its mark, as one chunk; `event: reset` when the mark is too old or not this database's. */
   async #catchUp(since: EventMark, types: ReadonlySet<string> | null): Promise<Uint8Array | null> {
-    const read = await this.#readSince(since)
-    const nowMicros = BigInt(Date.now()) * 1000n
+    // Decided before any read: an expired mark costs nothing (a forged one neither).
     const at = BigInt(since.atMicros)
     const expired =
-      at < nowMicros - BigInt(this.#options.retentionDays) * MICROS_PER_DAY ||
-      (read.prunedBeforeMicros !== null && at < BigInt(read.prunedBeforeMicros)) ||
-      BigInt(since.position) > BigInt(read.mark.position)
-    if (expired) return encoder.encode(`event: reset\nid: ${encodeEventMark(read.mark)}\ndata: {}\n\n`)
+      at < BigInt(Date.now()) * 1000n - BigInt(this.#options.retentionDays) * MICROS_PER_DAY ||
+      (this.#prunedBeforeMicros !== null && at < this.#prunedBeforeMicros)
+    // The feed's own mark: the live reads from it, held meanwhile, follow.
+    if (expired) return reset(this.#mark!)
+    const read = await this.#readSince(since)
+    // Past the log's end even now (another instance may have read further than this feed last did): not this database's.
+    if (BigInt(since.position) > BigInt(read.mark.position)) return reset(read.mark)
     const text = eventsText(read.changes, types, encodeEventMark(since), encodeEventMark(read.mark))
     return text ? encoder.encode(text) : null
   }
@@ -176,13 +193,14 @@ export class EventFeed implements ChangeHandlers {
    */
   #readSince(since: EventMark): Promise<ChangesRead> {
     const key = encodeEventMark(since)
-    let read = this.#catchUps.get(key)
-    if (!read) {
-      read = readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: true })
-      this.#catchUps.set(key, read)
-      const forget = () => this.#catchUps.delete(key)
-      read.then(forget, forget)
-    }
+    const shared = this.#catchUps.get(key)
+    // Joined only if no live read was told since it was sent: one told meanwhile may hold a commit it cannot see.
+    if (shared && shared.told === this.#told) return shared.read
+    const read = readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: true })
+    const entry = { read, told: this.#told }
+    this.#catchUps.set(key, entry)
+    const forget = () => this.#catchUps.get(key) === entry && this.#catchUps.delete(key)
+    read.then(forget, forget)
     return read
   }
 
@@ -212,7 +230,7 @@ export class EventFeed implements ChangeHandlers {
     } catch (error) {
       this.#failure = error
       this.#options.log.warn('event stream: the change log could not be read; trying again', { error })
-      if (since !== null) this.#retry = setTimeout(() => this.#requestRead(), RETRY_MS)
+      if (since !== null && !this.#closed) this.#retry = setTimeout(() => this.#requestRead(), RETRY_MS)
       return
     }
     // A read from a mark forgotten meanwhile is nobody's.
@@ -221,8 +239,11 @@ export class EventFeed implements ChangeHandlers {
     if (since !== null && this.#subscribers.size === 0) return this.#forget()
     this.#mark = read.mark
     this.#types = new Set(read.types)
+    this.#prunedBeforeMicros = read.prunedBeforeMicros === null ? null : BigInt(read.prunedBeforeMicros)
+    this.#told++
     if (since !== null) this.#dispatch(read.changes, encodeEventMark(since), encodeEventMark(read.mark))
     clearTimeout(this.#goLive)
+    if (this.#closed || this.#mark === null) return
     if (read.nextGoLiveInMs !== null) this.#goLive = setTimeout(() => this.#requestRead(), Math.min(MAX_TIMER_MS, read.nextGoLiveInMs + 5))
   }
 
@@ -238,14 +259,24 @@ export class EventFeed implements ChangeHandlers {
         chunk = text ? encoder.encode(text) : null
         chunks.set(key, chunk)
       }
-      if (chunk) subscriber.send(chunk)
+      if (chunk) this.#send(subscriber, chunk)
+    }
+  }
+
+  /** One subscriber's failure is its own: it is dropped, the others are told. */
+  #send(subscriber: EventSubscriber, chunk: Uint8Array): void {
+    try {
+      subscriber.send(chunk)
+    } catch (error) {
+      this.#options.log.error('event stream: a subscriber could not be sent an event; it is dropped', { error })
+      subscriber.drop()
     }
   }
 
   #add(subscriber: EventSubscriber): void {
     this.#subscribers.add(subscriber)
     this.#heartbeat ??= setInterval(() => {
-      for (const each of [...this.#subscribers]) each.send(HEARTBEAT)
+      for (const each of [...this.#subscribers]) this.#send(each, HEARTBEAT)
     }, this.#options.heartbeatMs)
   }
 
@@ -263,6 +294,11 @@ export class EventFeed implements ChangeHandlers {
     clearInterval(this.#heartbeat)
     this.#heartbeat = undefined
   }
+}
+
+/** `event: reset` (sync again), with the mark the stream goes on from. */
+function reset(mark: EventMark): Uint8Array {
+  return encoder.encode(`event: reset\nid: ${encodeEventMark(mark)}\ndata: {}\n\n`)
 }
 
 /**

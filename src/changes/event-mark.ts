@@ -21,6 +21,8 @@ const MAX_IN_PROGRESS = 500
 /** How far the database's clock, which writes the marks, may run ahead of the service's. */
 const CLOCK_SLACK_MICROS = 86_400_000_000n
 
+const MAX_XID = 2n ** 64n - 1n
+
 const ID_SYNTAX = /^(\d{1,18})\.(\d{1,18})(?:\.(\d{1,20}(?:-\d{1,20})*))?$/
 
 /**
@@ -45,5 +47,7 @@ export function decodeEventMark(text: string): EventMark {
   const [, position, atMicros, xids] = match
   const inProgress = xids ? xids.split('-') : []
   if (inProgress.length > MAX_IN_PROGRESS || BigInt(atMicros!) > BigInt(Date.now()) * 1000n + CLOCK_SLACK_MICROS) throw badRequest(INVALID_EVENT_ID)
+  // A transaction id is a 64-bit number: a longer one would reach PostgreSQL as an error, not as a mark.
+  if (inProgress.some((xid) => BigInt(xid) > MAX_XID)) throw badRequest(INVALID_EVENT_ID)
   return { position: position!, inProgress, atMicros: atMicros! }
 }

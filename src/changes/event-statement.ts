@@ -31,6 +31,14 @@ export interface ChangesRead {
  */
 export const MAX_IDS_PER_EVENT = 1000
 
+/**
+ * Past this many rows of the log (or entries a shared row reaches) in one
+ * read, the types written are told whole (`ids: null`): a bulk write, or a
+ * client's month-old mark, costs a read of this many rows, never of the whole
+ * write, and the feed never stalls on it.
+ */
+export const MAX_ROWS_PER_READ = 10 * MAX_IDS_PER_EVENT
+
 interface ChangesRow {
   changes: TypeChange[]
   position: string
@@ -74,10 +82,10 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
       from content_types
     ),
     logged as (
-      -- Each type's rows by change_log_type_position (the log has no index on position alone). The
-      -- fences (offset 0) keep every part an index range in a generic plan too, which the driver's
-      -- prepared statement gets after five runs: without them it scanned the whole log and hashed
-      -- every entry (112 ms at 100 000 entries against 2 ms).
+      -- Each type's rows by change_log_type_position (the log has no index on position alone), each
+      -- part an index range in a generic plan too (which the driver's prepared statement gets after
+      -- five runs: without the fences it scanned the whole log and hashed every entry, 112 ms at
+      -- 100 000 entries against 2 ms), and each part stopped past MAX_ROWS_PER_READ.
       select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
       from types t
       cross join lateral (
@@ -85,75 +93,99 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
         from change_log c
         where c.content_type_id = t.id
           and c.position > ${position}::int8
-        offset 0
+        order by c.position
+        limit ${MAX_ROWS_PER_READ + 1}::int8
       ) c
       union all
-      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
-      from change_log c
-      where c.content_type_id is null
-        and c.position > ${position}::int8
+      select *
+      from (
+        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
+        from change_log c
+        where c.content_type_id is null
+          and c.position > ${position}::int8
+        order by c.position
+        limit ${MAX_ROWS_PER_READ + 1}::int8
+      ) shared_rows
       union all
-      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
-      from change_log c
-      where c.xid = any (${inProgress}::xid8[])
+      select *
+      from (
+        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
+        from change_log c
+        where c.xid = any (${inProgress}::xid8[])
+        limit ${MAX_ROWS_PER_READ + 1}::int8
+      ) in_flight
+    ),
+    -- A bulk write (or a month of log): every type it wrote is told whole, at the cost of the cap.
+    overflow as (
+      select count(*) > ${MAX_ROWS_PER_READ}::int8 as yes
+      from logged
+    ),
+    reach as (
+      -- A shared row reaches the entries that show it: per row written, index ranges; past the cap, every type.
+      select r.content_type_id, r.id
+      from logged l
+      cross join lateral (
+        select e.content_type_id, e.id
+        from entries e
+        where l.shared_table = 'authors'
+          and e.author_id = l.shared_id
+        union all
+        select e.content_type_id, e.id
+        from entries e
+        where l.shared_table = 'media'
+          and e.featured_image_id = l.shared_id
+        union all
+        select e.content_type_id, e.id
+        from entry_terms et
+        cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
+        where l.shared_table = 'terms'
+          and et.term_id = l.shared_id
+        union all
+        select e.content_type_id, e.id
+        from terms term
+        join entry_terms et on et.term_id = term.id
+        cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
+        where l.shared_table = 'taxonomies'
+          and term.taxonomy_id = l.shared_id
+      ) r
+      where l.shared_id is not null
+        and not (select yes from overflow)
+      limit ${MAX_ROWS_PER_READ + 1}::int8
+    ),
+    reach_overflow as (
+      select count(*) > ${MAX_ROWS_PER_READ}::int8 as yes
+      from reach
     ),
     whole_types as (
-      -- A custom field or the type itself changed; a language changed, or a table was truncated: every type.
+      -- A custom field or the type itself changed (or, past the cap, anything of the type was written).
       select l.content_type_id as type_id
       from logged l
       where l.content_type_id is not null
-        and l.entry_id is null
+        and (l.entry_id is null or (select yes from overflow))
       union
+      -- A language changed, a table was truncated, or a shared row past the cap: every type.
       select t.id
       from types t
-      where exists (
-        select 1
-        from logged l
-        where l.shared_table is not null
-          and l.shared_id is null
-      )
+      where (select yes from reach_overflow)
+        or exists (
+          select 1
+          from logged l
+          where l.shared_table is not null
+            and (l.shared_id is null or (select yes from overflow))
+        )
     ),
     touched as (
       -- was_live: live in its type when the write took it away (C2, as a sync delta's deleted).
       select l.content_type_id as type_id, l.entry_id as id, l.left_from <= l.changed_at as was_live
       from logged l
       where l.entry_id is not null
-      union all
-      -- A shared row reaches the entries that show it: per row written, an index range.
-      select r.content_type_id, r.id, null
-      from logged l
-      cross join lateral (
-        select e.content_type_id, e.id
-        from entries e
-        where e.author_id = l.shared_id
-        offset 0
-      ) r
-      where l.shared_table = 'authors'
+        and not (select yes from overflow)
       union all
       select r.content_type_id, r.id, null
-      from logged l
-      cross join lateral (
-        select e.content_type_id, e.id
-        from entries e
-        where e.featured_image_id = l.shared_id
-        offset 0
-      ) r
-      where l.shared_table = 'media'
+      from reach r
+      where not (select yes from reach_overflow)
       union all
-      select r.content_type_id, r.id, null
-      from logged l
-      cross join lateral (
-        select e.content_type_id, e.id
-        from terms term
-        join entry_terms et on et.term_id = term.id
-        join entries e on e.id = et.entry_id
-        where (l.shared_table = 'terms' and term.id = l.shared_id)
-          or (l.shared_table = 'taxonomies' and term.taxonomy_id = l.shared_id)
-        offset 0
-      ) r
-      where l.shared_table in ('terms', 'taxonomies')
-      union all
-      -- Go-lives: no write, only the clock (C1).
+      -- Go-lives: no write, only the clock (C1); past MAX_IDS_PER_EVENT of a type, its ids are null anyway.
       select t.id, g.id, null
       from types t
       cross join lateral (
@@ -163,6 +195,7 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
           and e.status = 'published'
           and e.published_at > ${at}
           and e.published_at <= now()
+        limit ${MAX_IDS_PER_EVENT + 1}::int8
       ) g
     ),
     reported as (

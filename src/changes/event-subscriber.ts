@@ -42,13 +42,15 @@ export class EventSubscriber {
   /** Queues `chunk`, or holds it while the catch-up is read; drops the client whose backlog it would overflow. */
   send(chunk: Uint8Array): void {
     if (!this.#open) return
+    // One chunk larger than the bound goes when nothing waits before it: a client that reads is never dropped for it.
     if (this.#held) {
+      if (this.#heldBytes > 0 && this.#heldBytes + chunk.byteLength > this.maxBacklogBytes) return this.drop()
       this.#heldBytes += chunk.byteLength
-      if (this.#heldBytes > this.maxBacklogBytes) return this.drop()
       this.#held.push(chunk)
       return
     }
-    if (chunk.byteLength > (this.#controller.desiredSize ?? 0)) return this.drop()
+    const room = this.#controller.desiredSize ?? 0
+    if (chunk.byteLength > room && room < this.maxBacklogBytes) return this.drop()
     this.#controller.enqueue(chunk)
   }
 

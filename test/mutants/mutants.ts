@@ -628,7 +628,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'events-slow-kept',
     regression: 'C49: a subscriber that never reads is kept, its backlog growing without bound',
-    edits: [{ file: 'src/changes/event-subscriber.ts', find: 'if (chunk.byteLength > (this.#controller.desiredSize ?? 0)) return this.drop()\n', replace: '' }],
+    edits: [{ file: 'src/changes/event-subscriber.ts', find: 'if (chunk.byteLength > room && room < this.maxBacklogBytes) return this.drop()\n', replace: '' }],
     tests: EVENTS,
   },
   {
@@ -640,7 +640,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'events-catch-up-each',
     regression: 'C49/C47: every client resuming after a deploy reads the log on its own (thousands of heavy statements at once)',
-    edits: [{ file: 'src/changes/event-feed.ts', find: '      this.#catchUps.set(key, read)\n', replace: '' }],
+    edits: [{ file: 'src/changes/event-feed.ts', find: '    this.#catchUps.set(key, entry)\n', replace: '' }],
     tests: EVENTS,
   },
   // C50: read replicas keep C36.
