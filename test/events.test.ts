@@ -3,7 +3,7 @@ import { encodeEventMark } from '../src/changes/event-mark'
 import { MAX_IDS_PER_EVENT, MAX_ROWS_PER_READ } from '../src/changes/event-statement'
 import { createTestDatabase } from './support/database'
 import { writeInFlight } from './support/writer-in-flight'
-import { eventTestApp, type EventTestApp, type StreamReader } from './support/event-stream'
+import { eventTestApp, type StreamReader } from './support/event-stream'
 import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
 
 /**

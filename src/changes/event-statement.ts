@@ -1,4 +1,4 @@
-import type { PendingQuery, Row } from 'postgres'
+import type { PendingQuery } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import { isLive, MAX_ID } from '../content/queries'
