@@ -4,7 +4,7 @@ import { MAX_IDS_PER_EVENT, MAX_ROWS_PER_READ } from '../src/changes/event-state
 import { createTestDatabase } from './support/database'
 import { writeInFlight } from './support/writer-in-flight'
 import { eventTestApp, type StreamReader } from './support/event-stream'
-import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
+import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent, setDefaultLanguage } from './support/fixtures'
 
 /**
  * C49: `GET /api/v1/events`, Server-Sent Events of what changed, from the
@@ -129,10 +129,7 @@ describe('C49 each kind of write reaches the entries that show it, after the com
       'the default language changed: anything of every type',
       async () => {
         await addLanguage(db.sql, 'fr')
-        await db.sql.begin(async (tx) => {
-          await tx`update languages set is_default = false`
-          await tx`update languages set is_default = true where code = 'fr'`
-        })
+        await setDefaultLanguage(db.sql, 'fr')
       },
       () => ({ page: null, post: null }),
     ],
@@ -148,10 +145,7 @@ describe('C49 each kind of write reaches the entries that show it, after the com
       delete got[MARKER]
       expect(got).toEqual(expected(s))
       if (name.includes('default language')) {
-        await db.sql.begin(async (tx) => {
-          await tx`update languages set is_default = false`
-          await tx`update languages set is_default = true where code = 'en'`
-        })
+        await setDefaultLanguage(db.sql, 'en')
       }
       await stream.cancel()
     })

@@ -7,7 +7,7 @@ import { testApp, type TestApp } from './support/app'
 import { cachedTestApp, type CachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
 import { writeInFlight } from './support/writer-in-flight'
-import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
+import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent, setDefaultLanguage } from './support/fixtures'
 import { random } from './support/random'
 
 /**
@@ -169,10 +169,7 @@ describe('C48 each kind of write reaches exactly the entries that show it', () =
       'the default language changed',
       async () => {
         await addLanguage(db.sql, 'fr')
-        await db.sql.begin(async (tx) => {
-          await tx`update languages set is_default = false`
-          await tx`update languages set is_default = true where code = 'fr'`
-        })
+        await setDefaultLanguage(db.sql, 'fr')
       },
       'all',
     ],
@@ -187,10 +184,7 @@ describe('C48 each kind of write reaches exactly the entries that show it', () =
       expect(delta.body.data.map((item: any) => item.id)).toEqual(expected)
       const fresh = await follow(chained, '/api/v1/sync/post?lang=en')
       for (const item of delta.body.data) expect(JSON.stringify(item)).toBe(fresh.copy.get(item.id)!)
-      await db.sql.begin(async (tx) => {
-        await tx`update languages set is_default = false`
-        await tx`update languages set is_default = true where code = 'en'`
-      })
+      await setDefaultLanguage(db.sql, 'en')
     })
   }
 
@@ -456,10 +450,7 @@ describe('C48 property: a copy kept by sync equals a fresh sync', () => {
           }
         }
       }
-      await db.sql.begin(async (tx) => {
-        await tx`update languages set is_default = false`
-        await tx`update languages set is_default = true where code = 'en'`
-      })
+      await setDefaultLanguage(db.sql, 'en')
     }, 60_000)
   }
 })

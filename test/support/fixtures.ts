@@ -106,6 +106,18 @@ export async function addEntry(sql: Sql, fields: EntryFields = {}): Promise<numb
   return row.id
 }
 
+/**
+ * Makes `code` the default language: off, then on, in one transaction (one
+ * default at every moment, languages_one_default).
+ * @example await setDefaultLanguage(sql, 'fr')
+ */
+export async function setDefaultLanguage(sql: Sql, code: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`update languages set is_default = false`
+    await tx`update languages set is_default = true where code = ${code}`
+  })
+}
+
 /** Removes all content, keeping languages, types and the schema. */
 export async function clearContent(sql: Sql): Promise<void> {
   await sql`truncate entries, authors, media, taxonomies restart identity cascade`
