@@ -14,7 +14,7 @@ import { connectDatabase } from '../src/db/connect'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { percentile } from '../test/support/correlated-load'
-import { CONNECTIONS, load, readSeconds } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, readSeconds } from './load'
 import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
@@ -28,7 +28,7 @@ const children: ReturnType<typeof Bun.spawn>[] = []
 try {
   const [{ entries }] = await writer<{ entries: number }[]>`select count(*)::int as entries from entries`.catch(() => [{ entries: 0 }])
   if (!entries) throw new Error('vitrine_bench is missing or empty: run `bun run bench` (bench/run.ts builds it first).')
-  const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+  const tool = LOAD_TOOL
   const cached = await startService({})
   const uncached = await startService({ CACHE: 'off' })
   const cases = [

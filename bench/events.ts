@@ -31,7 +31,7 @@ import { connectDatabase, type Sql } from '../src/db/connect'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
-import { load, readSeconds } from './load'
+import { load, LOAD_TOOL, median, readSeconds } from './load'
 import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
@@ -44,7 +44,7 @@ const STALLED = 100
 const STALLED_SECONDS = 30
 const PAGE_1 = '/api/v1/content/post'
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+const tool = LOAD_TOOL
 
 const target = await resolveDatabase(config, createLogger('warn'))
 const admin = connectDatabase(target.url, { max: 1 })
@@ -222,6 +222,3 @@ function mb(bytes: number): string {
   return (bytes / 1024 / 1024).toFixed(0)
 }
 
-function median(values: number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-}

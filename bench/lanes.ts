@@ -32,7 +32,7 @@ import { connectDatabase } from '../src/db/connect'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, load, readSeconds, type Measure } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds, type Measure } from './load'
 import { openLane, startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
@@ -42,7 +42,7 @@ const ROUNDS = readRounds(process.env.BENCH_ROUNDS)
 const FLOOD_CONNECTIONS = 32
 const PAGE_1 = '/api/v1/content/post'
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+const tool = LOAD_TOOL
 
 type Variant = 'lane, cached' | 'lane, uncached' | 'no lane, cached' | 'no lane, uncached'
 const UNCACHED_CONNECTIONS = 4
@@ -150,9 +150,6 @@ function describeFlood(flood: FloodResult): string {
   return `${Math.round(flood.answered / flood.seconds)} deep pages/s answered, ${Math.round(flood.refused / flood.seconds)}/s refused (503)${flood.failed ? `, ${flood.failed} failed` : ''}`
 }
 
-function median(values: number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-}
 
 function summarize(samples: Record<Variant, Sample[]>, how: string): string {
   const row = (name: Variant) => {

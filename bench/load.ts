@@ -6,6 +6,15 @@ import { join } from 'node:path'
 
 const ROOT = join(import.meta.dir, '..')
 export const CONNECTIONS = 32
+/** The load generator every benchmark drives the service with: wrk when installed, else autocannon. */
+export const LOAD_TOOL = Bun.which('wrk') ? 'wrk' : 'autocannon'
+
+/** The median of measurements (the mean of the middle two for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
 
 export interface Measure {
   rps: number

@@ -33,7 +33,7 @@ import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { startStandby, type Standby } from '../test/support/standby'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, load, readSeconds } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, readSeconds } from './load'
 import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
@@ -43,7 +43,7 @@ const PAUSE_SECONDS = 10
 const STALE_MARGIN_MS = 250
 const PAGE_1 = '/api/v1/content/post'
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+const tool = LOAD_TOOL
 
 const target = await resolveDatabase(config, createLogger('warn'))
 const admin = connectDatabase(target.url, { max: 1 })

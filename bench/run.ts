@@ -21,7 +21,7 @@ import { resolveDatabase } from '../src/db/open'
 import { findStatement, listStatement } from '../src/content/queries'
 import { createLogger } from '../src/log'
 import { datasetSql } from './dataset'
-import { CONNECTIONS, load, readSeconds, type Measure } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, readSeconds, type Measure } from './load'
 import { explainPrepared } from './explain-list'
 import { openLane, startBenchService } from './service'
 
@@ -75,7 +75,7 @@ try {
 
   const lean = await startServer(join(import.meta.dir, 'no-extensions'))
 
-  const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+  const tool = LOAD_TOOL
   console.log(`Load: ${tool}, ${CONNECTIONS} connections, ${SECONDS} s a case; ceiling: postgres.js, ${CONNECTIONS} concurrent loops, pool of ${config.databasePoolMax}.\n`)
   const rows: string[] = []
   for (const benchCase of CASES) {

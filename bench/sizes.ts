@@ -54,7 +54,7 @@ import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { findLink } from './link-header'
-import { CONNECTIONS, load, readSeconds, type Measure } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds, type Measure } from './load'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZES = readSizes(process.env.BENCH_SIZES)
@@ -91,7 +91,7 @@ interface SizeResult {
 const CHECKOUTS: Checkout[] = BASELINE ? ['current', 'baseline'] : ['current']
 const DIRECTORIES: Record<Checkout, string> = { current: ROOT, baseline: BASELINE ?? '' }
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const tool = Bun.which('wrk') ? 'wrk' : 'autocannon'
+const tool = LOAD_TOOL
 const target = await resolveDatabase(config, createLogger('warn'))
 const admin = connectDatabase(target.url, { max: 1 })
 /** What release() stops and closes after each size, and the `finally` below whatever failed. */
@@ -491,11 +491,6 @@ function readBaseline(text: string | undefined): string | undefined {
   return directory
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
 
 /** 10k, 100k, 1M, 1.5M, 25k … */
 function label(size: number): string {
