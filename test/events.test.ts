@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { encodeEventMark } from '../src/changes/event-mark'
 import { MAX_IDS_PER_EVENT, MAX_ROWS_PER_READ } from '../src/changes/event-statement'
+import { EventFeed } from '../src/changes/event-feed'
+import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
 import { writeInFlight } from './support/writer-in-flight'
 import { eventTestApp, type StreamReader } from './support/event-stream'
@@ -312,6 +314,25 @@ describe('C49 bounds', () => {
     expect(api.feed.subscribers).toBe(1)
     expect(api.logs.some((line) => line.includes('event subscriber dropped'))).toBe(true)
     await reading.stream.cancel()
+  })
+
+  test('C22: with the database refusing connections, a new stream is 503 with Retry-After, no stream is left open, and the service still answers', async () => {
+    let feed!: EventFeed
+    const refused = testApp('postgres://postgres@127.0.0.1:1/none', { DATABASE_TIMEOUT_MS: '1000' }, undefined, undefined, {
+      events: (sql, log) => (feed = new EventFeed({ sql, log, timeoutMs: 1000, maxSubscribers: 10, retentionDays: 30 })),
+    })
+    try {
+      for (const headers of [{}, { 'last-event-id': `1.${BigInt(Date.now()) * 1000n}` }] as Record<string, string>[]) {
+        const response = await refused.get('/api/v1/events', { headers })
+        expect([response.status, response.body]).toEqual([503, { error: 'Service unavailable.' }])
+        expect(response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/)
+      }
+      expect(feed.subscribers).toBe(0)
+      expect((await refused.get('/healthz')).status).toBe(200)
+    } finally {
+      feed.close()
+      await refused.close()
+    }
   })
 
   test('the graceful stop ends every stream at once', async () => {
