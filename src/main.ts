@@ -50,7 +50,7 @@ runCommand(async () => {
     // C49: the event stream is fed by the same notifications, read from the change log (on the primary).
     events = new EventFeed({ sql, log, timeoutMs: settings.databaseTimeoutMs, maxSubscribers: settings.eventsMaxSubscribers, retentionDays: settings.syncRetentionDays })
     const heard = [cache, replicas?.positions, events].filter((handlers) => handlers !== undefined)
-    listener = listenForChanges(settings.databaseListenUrl ?? target.url, everyHandler(heard), { timeoutMs: settings.databaseTimeoutMs, log })
+    listener = listenForChanges(settings.databaseListenUrl ?? target.url, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
     await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))

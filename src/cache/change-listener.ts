@@ -32,14 +32,25 @@ export interface ChangeHandlers {
 
 /**
  * One set of handlers that tells each of `handlers`, in order (the cache, the replicas' positions, the event feed).
- * @example listenForChanges(url, everyHandler([cache, positions, feed]), options)
+ * Each is told apart from the others: one that throws is logged and never keeps the next from hearing the
+ * change, nor reaches the listener (a throw there would cost the connection and bypass every cache).
+ * @example listenForChanges(url, everyHandler([cache, positions, feed], log), options)
  */
-export function everyHandler(handlers: readonly ChangeHandlers[]): ChangeHandlers {
+export function everyHandler(handlers: readonly ChangeHandlers[], log: Logger): ChangeHandlers {
+  const tellEach = (event: keyof ChangeHandlers, tell: (handler: ChangeHandlers) => void) => {
+    for (const handler of handlers) {
+      try {
+        tell(handler)
+      } catch (error) {
+        log.error('a change handler failed; the others were told', { event, handler: handler.constructor.name, error })
+      }
+    }
+  }
   return {
-    onListening: (languages) => handlers.forEach((each) => each.onListening(languages)),
-    onLost: () => handlers.forEach((each) => each.onLost()),
-    onChange: (change) => handlers.forEach((each) => each.onChange(change)),
-    onLanguages: (languages) => handlers.forEach((each) => each.onLanguages(languages)),
+    onListening: (languages) => tellEach('onListening', (each) => each.onListening(languages)),
+    onLost: () => tellEach('onLost', (each) => each.onLost()),
+    onChange: (change) => tellEach('onChange', (each) => each.onChange(change)),
+    onLanguages: (languages) => tellEach('onLanguages', (each) => each.onLanguages(languages)),
   }
 }
 

@@ -674,4 +674,10 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'src/db/replicas.ts', find: '      if (!replica.serving) {', replace: '      if (!replica.serving && replica.reason === undefined) {' }],
     tests: REPLICAS,
   },
+  {
+    id: 'change-handlers-not-isolated',
+    regression: 'C36: a change handler that throws keeps the handlers after it (cache, positions, events) from hearing the change',
+    edits: [{ file: 'src/cache/change-listener.ts', find: '      try {\n        tell(handler)\n      } catch (error) {\n        log.error', replace: '      tell(handler)\n      if (Math.random() > 2) {\n        const error = undefined\n        log.error' }],
+    tests: ['test/change-listener.test.ts'],
+  },
 ]

@@ -56,7 +56,7 @@ export async function replicatedTestApp(databaseUrl: string, replicaUrls: string
     },
     onLanguages: () => {},
   }
-  const listener = listenForChanges(databaseUrl, everyHandler([...heard, heardByTest]), {
+  const listener = listenForChanges(databaseUrl, everyHandler([...heard, heardByTest], log), {
     timeoutMs: 5000,
     heartbeatMs: 200,
     log,
