@@ -23,9 +23,6 @@ runCommand(async () => {
   // Extensions first: one that fails to load stops the start before anything else is set up.
   const { registry: filters, files } = await loadExtensions(settings.extensionsDir)
   if (files.length) log.info('loaded extensions', { files })
-  // Code of an extension that forgets a promise, or a fault deep in a library, must not bring the service down.
-  process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
-  process.on('uncaughtException', (error) => log.error('uncaught exception', { error }))
 
   const target = await resolveDatabase(settings, log)
   // Read-only: neither a bug nor an extension can write through it.
@@ -41,7 +38,8 @@ runCommand(async () => {
     if (settings.workers > 1 && !settings.isWorker) {
       // WORKERS=n: this process supervises; each worker has its own pool, cache and change listener.
       await sql.end()
-      return await superviseWorkers(settings, log, target)
+      await superviseWorkers(settings, log, target)
+      return logFaultsFromNowOn(log)
     }
     // C35/C36: answers from memory while the database's change notifications are heard.
     const cache = settings.cache ? new ContentCache<SlotAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
@@ -67,6 +65,7 @@ runCommand(async () => {
     throw error
   }
   const { server, config } = listening
+  logFaultsFromNowOn(log)
   const url = localUrl(config.host, config.port)
   log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, publicUrl: config.publicUrl, embedded: Boolean(target.embedded) })
 
@@ -127,6 +126,15 @@ async function prepareDatabase(sql: Sql, target: DatabaseTarget, timeoutMs: numb
   } finally {
     await admin.end()
   }
+}
+
+/**
+ * Once serving, code of an extension that forgets a promise, or a fault deep in a library, must not bring the
+ * service down: it is logged. Until then such a fault fails the start in one line (runCommand).
+ */
+function logFaultsFromNowOn(log: Logger): void {
+  process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
+  process.on('uncaughtException', (error) => log.error('uncaught exception', { error }))
 }
 
 /** Where a person on this machine reaches the service. */

@@ -72,6 +72,22 @@ describe('bun run start: settings checked at start, one line each', () => {
     expect(oneLine(run)).toEqual([`vitrine: EXTENSIONS_DIR must be a folder that exists, not "./no-such-folder" (${join(ROOT, 'no-such-folder')}).`])
   })
 
+  test('a fault thrown outside any promise while starting (a child process that cannot be spawned does that) is one line, not a hang', async () => {
+    const extensions = await mkdtemp(join(tmpdir(), 'vitrine-throwing-extension-'))
+    await Bun.write(join(extensions, 'throws-later.ts'), "export default () => { setTimeout(() => { throw new Error('posix_spawn denied') }, 0) }\n")
+    const run = await start({ EXTENSIONS_DIR: extensions })
+    await rm(extensions, { recursive: true, force: true })
+    expect(run.code).toBe(1)
+    expect(oneLine(run)).toEqual(['vitrine: could not start: posix_spawn denied'])
+  })
+
+  test('DATA_DIR that cannot be made', async () => {
+    const run = await runScript('start', { DATA_DIR: join(ROOT, 'package.json', 'data'), PORT: '0' })
+    expect(run.code).toBe(1)
+    expect(oneLine(run)[0]).toStartWith(`vitrine: The data folder ${join(ROOT, 'package.json', 'data')} (DATA_DIR) cannot be made: ENOTDIR`)
+    expect(oneLine(run)).toHaveLength(1)
+  })
+
   test('HOST that is not an address or a host name', async () => {
     const run = await start({ HOST: 'my host!' })
     expect(run.code).toBe(1)

@@ -4,21 +4,32 @@ import { NotEmptyError } from '../demo/seed-demo'
 import { ExtensionLoadError } from '../hooks/loader'
 import { PortInUseError } from '../http/serve'
 
-/** Expected failures a person can act on: one line, no stack trace. */
+/** Expected failures a person can act on: their message is the whole line. */
 const EXPECTED = [ConfigError, EmbeddedDatabaseError, NotEmptyError, ExtensionLoadError, PortInUseError]
 
 /**
- * Runs a command-line entry point: an expected failure prints its one-line
- * message, anything else its stack, and both exit with status 1.
+ * Runs a command-line entry point. Whatever stops it before `main` has resolved (the service is serving, the
+ * command is done) is one line on stderr and exit status 1, a fault thrown outside `main`'s promises too: a
+ * child process that cannot be spawned reports it as an uncaught exception, and the command would hang.
  * @example runCommand(async () => { … })
  */
 export function runCommand(main: () => Promise<void>): void {
-  main().catch((error: unknown) => {
-    const expected = EXPECTED.some((kind) => error instanceof kind)
-    const code = (error as { code?: string })?.code
-    if (expected) console.error(`vitrine: ${(error as Error).message}`)
-    else if (code === 'ECONNREFUSED' || code === 'CONNECT_TIMEOUT') console.error(`vitrine: cannot reach the database (${code}).`)
-    else console.error(error)
+  const fail = (error: unknown) => {
+    console.error(`vitrine: ${describeFailure(error)}`)
     process.exit(1)
-  })
+  }
+  process.on('uncaughtException', fail)
+  process.on('unhandledRejection', fail)
+  main().then(() => {
+    process.off('uncaughtException', fail)
+    process.off('unhandledRejection', fail)
+  }, fail)
+}
+
+function describeFailure(error: unknown): string {
+  if (EXPECTED.some((kind) => error instanceof kind)) return (error as Error).message
+  const code = (error as { code?: unknown })?.code
+  if (code === 'ECONNREFUSED' || code === 'CONNECT_TIMEOUT') return `cannot reach the database (${code}).`
+  const message = error instanceof Error ? error.message : String(error)
+  return `could not start: ${message.split('\n')[0]}${typeof code === 'string' && !message.includes(code) ? ` (${code})` : ''}`
 }

@@ -19,5 +19,6 @@ export async function resolveDatabase(config: Config, log: Logger): Promise<Data
     dataDir: config.dataDir,
     onLog: (line) => log.debug('postgres', { line }),
   })
+  log.info('the embedded PostgreSQL is ready', { cluster: embedded.clusterDir, created: embedded.created })
   return { url: embedded.url, embedded }
 }
