@@ -4,8 +4,8 @@
  * `process.env`, but libraries below us do: postgres.js fills in what
  * DATABASE_URL leaves out from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and
  * reads other PG… variables (PGSSL, …); Elysia reads NODE_ENV. And Bun loads
- * `.env` files into the environment before any of this runs. The README's
- * configuration section lists them.
+ * `.env` files into the environment before any of this runs. docs/configuration.md
+ * lists them.
  */
 import { statSync } from 'node:fs'
 import { isIP } from 'node:net'

@@ -4,8 +4,8 @@ import { rawRequest } from './support/raw-http'
 /**
  * Issue 13, item 7: a minimal reproduction of how Bun.serve treats HTTP/1.1
  * requests pipelined behind an async handler. On Bun 1.4.5 (the newest
- * release) it answers none of them and closes the connection (the README,
- * "Security and operations", says which proxies to put in front). What must
+ * release) it answers none of them and closes the connection (docs/operations.md,
+ * "Behind a proxy", says which proxies to put in front). What must
  * hold whatever Bun does: requests are answered in order until the
  * connection is closed; never a hang, never a reordered answer.
  */

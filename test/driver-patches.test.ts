@@ -7,7 +7,7 @@ import { startFaultProxy } from './support/fault-proxy'
 
 /**
  * One regression test per defect of postgres.js 3.4.9 that we patch
- * (patches/postgres@3.4.9.patch, README "Database driver"). Each drives the
+ * (patches/postgres@3.4.9.patch, docs/operations.md, "The database driver"). Each drives the
  * real driver against a real PostgreSQL; each fails without the patch.
  */
 const db = await createTestDatabase()

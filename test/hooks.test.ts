@@ -398,10 +398,10 @@ describe('the extension loader', () => {
     await expect(loadExtensions(folder)).rejects.toThrow(/declared\/10-typo.ts: schema.remove names "excrept"/)
   })
 
-  test('the extensions shown in README.md and src/hooks/README.md load, declare their shape, and run', async () => {
+  test('the extensions shown in docs/extensions.md and src/hooks/README.md load, declare their shape, and run', async () => {
     const root = join(import.meta.dir, '..')
     const shown = [
-      ...(await Bun.file(join(root, 'README.md')).text()).matchAll(/```ts\n(\/\/ src\/hooks\/extensions\/.*\n[\s\S]*?)```/g),
+      ...(await Bun.file(join(root, 'docs', 'extensions.md')).text()).matchAll(/```ts\n(\/\/ src\/hooks\/extensions\/.*\n[\s\S]*?)```/g),
       ...(await Bun.file(join(root, 'src', 'hooks', 'README.md')).text()).matchAll(/## A first extension[\s\S]*?```ts\n([\s\S]*?)```/g),
     ].map((match) => match[1])
     expect(shown).toHaveLength(2)

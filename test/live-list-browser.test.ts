@@ -12,7 +12,7 @@ const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path) 
 if (!CHROMIUM) console.log('live-list-browser: skipped, no Chromium at /usr/bin/chromium (apt-get install chromium).')
 
 /**
- * C49, the README's worked example: examples/live-list.html, served from
+ * C49, the worked example of docs/sync-and-events.md: examples/live-list.html, served from
  * another origin, keeps the latest posts of `bun run start` up to date through
  * EventSource, whoever writes to the database, and again after the service
  * restarts (EventSource reconnects with Last-Event-ID).

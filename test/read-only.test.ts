@@ -6,7 +6,7 @@ import { startService } from './support/service'
 
 /**
  * Issue 13: read-only by construction. The service's connections refuse to
- * write, and `bun run start` needs no more than the README's GRANTs.
+ * write, and `bun run start` needs no more than the GRANTs of docs/operations.md.
  */
 const db = await createTestDatabase()
 await addEntry(db.sql, { translations: { en: { slug: 'hello' } } })
@@ -30,8 +30,8 @@ describe('read-only by construction', () => {
     }
   })
 
-  test('bun run start serves under a role that may only read (the README GRANTs), without DDL rights', async () => {
-    // The README's GRANTs, word for word but the names.
+  test('bun run start serves under a role that may only read (the GRANTs of docs/operations.md), without DDL rights', async () => {
+    // The GRANTs of docs/operations.md, word for word but the names.
     await db.sql.unsafe(`create role ${role} login password 'reader'`)
     await db.sql.unsafe(`grant connect on database ${db.name} to ${role}`)
     await db.sql.unsafe(`grant usage on schema public to ${role}`)

@@ -7,7 +7,7 @@ import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
 import { addEntry } from './support/fixtures'
 
-/** C48's worked example (README, "Sync"): a folder of JSON files kept in sync with a type. */
+/** C48's worked example (docs/sync-and-events.md): a folder of JSON files kept in sync with a type. */
 const db = await createTestDatabase()
 const api = testApp(db.url)
 const folder = await mkdtemp(join(tmpdir(), 'vitrine-sync-folder-'))

@@ -1,6 +1,6 @@
 /**
  * `bun run test:image [--no-cache]`: the production image, built and run for
- * real (README, "Deploy"). With podman under a private configuration
+ * real (docs/deployment.md, "The image"). With podman under a private configuration
  * (./podman.ts), it makes a stand-in for the official Bun images once
  * (./stand-in-base.ts), builds the project's Dockerfile unchanged (./build.ts)
  * and smoke-tests the image (./smoke.ts) with DATABASE_URL, against a

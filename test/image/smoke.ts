@@ -1,5 +1,5 @@
 /**
- * The built image run as the README's "Deploy" section runs it, on the host's
+ * The built image run as docs/deployment.md ("The image") runs it, on the host's
  * network: migrate and serve with DATABASE_URL, then without it (the embedded
  * PostgreSQL, its data on a volume mounted at /app/.data).
  */

@@ -1,0 +1,202 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { seedDemo } from '../src/demo/seed-demo'
+import { loadExtensions } from '../src/hooks/loader'
+import { syncFolder } from '../examples/sync-folder'
+import { testApp } from './support/app'
+import { cachedTestApp } from './support/cached-app'
+import { createTestDatabase } from './support/database'
+import { eventTestApp } from './support/event-stream'
+
+/**
+ * Issue 31: the documentation runs. Every `curl` line of README.md, docs/*.md and
+ * src/hooks/README.md is sent, in process, to the app serving the demo content,
+ * and answers as the text says (docs/README.md, "Examples that run"); every file
+ * under examples/ and src/hooks/examples/ is loaded and, where it needs no
+ * network, run. A renamed route or parameter fails here.
+ */
+const ROOT = join(import.meta.dir, '..')
+const DOCS = join(ROOT, 'docs')
+const DOCUMENTS = ['README.md', 'src/hooks/README.md', ...(await readdir(DOCS)).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]
+
+const db = await createTestDatabase()
+await seedDemo(db.sql)
+// As `bun run start` serves the demo: its cache and listener, PUBLIC_URL at localhost:3000, the demo's
+// images under /media (what the supervisor tells a worker of the embedded database).
+const demoEnv = { PUBLIC_URL: 'http://localhost:3000', VITRINE_WORKER: '1', VITRINE_DEMO_MEDIA: '1' }
+const api = await cachedTestApp(db.url, demoEnv)
+const events = await eventTestApp(db.url, {}, demoEnv)
+afterAll(async () => {
+  await events.cancelStreams()
+  await events.close()
+  await api.close()
+  await db.sql.end()
+})
+
+/** One fact a `# →` line states: a path into the body (or `headers.name`) and its JSON value. */
+interface Fact {
+  path: string
+  value: unknown
+}
+
+interface CurlExample {
+  /** `README.md:42`, to find it. */
+  place: string
+  command: string
+  method: 'GET' | 'HEAD'
+  /** Path and query, as the service sees them. */
+  target: string
+  headers: Record<string, string>
+  status: number
+  facts: Fact[]
+}
+
+/**
+ * The `curl` lines of a markdown text's code blocks, each with what the line
+ * below it says (`# → 404; error = "Not found."`), or 200 and nothing more.
+ * @example curlExamples('README.md', text)[0].target // '/api/v1/content/post'
+ */
+function curlExamples(file: string, text: string): CurlExample[] {
+  const lines = text.split('\n')
+  const examples: CurlExample[] = []
+  let inBlock = false
+  lines.forEach((line, index) => {
+    if (/^\s*```/.test(line)) inBlock = !inBlock
+    const command = line.trim().replace(/^\$ /, '')
+    if (!inBlock || !/^curl\s/.test(command)) return
+    const expectation = /^\s*# → (.*)$/.exec(lines[index + 1] ?? '')?.[1]
+    examples.push({ place: `${file}:${index + 1}`, command, ...parseCurl(command), ...parseExpectation(expectation ?? '200') })
+  })
+  return examples
+}
+
+function parseCurl(command: string): Pick<CurlExample, 'method' | 'target' | 'headers'> {
+  const words = shellWords(command).slice(1)
+  let method: 'GET' | 'HEAD' = 'GET'
+  const headers: Record<string, string> = {}
+  let url: string | undefined
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]
+    if (word === '-I') method = 'HEAD'
+    else if (word === '-H') {
+      const [name, ...value] = words[++i].split(':')
+      headers[name.trim()] = value.join(':').trim()
+    } else if (['-s', '-i', '-N'].includes(word)) continue
+    else if (word.startsWith('-')) throw new Error(`${command}: the documentation test does not know curl's ${word}`)
+    else url = word
+  }
+  const match = /^(?:http:\/\/)?localhost:3000(\/.*)$/.exec(url ?? '')
+  if (!match || match[1].includes('…')) throw new Error(`${command}: not a URL of the demo at localhost:3000 that runs as written`)
+  return { method, target: match[1], headers }
+}
+
+/** Words as a shell splits them: quotes kept together, an unquoted `#` starts a comment. */
+function shellWords(command: string): string[] {
+  const words: string[] = []
+  for (const [, single, double, bare] of command.matchAll(/'([^']*)'|"([^"]*)"|(#.*$|[^\s'"]+)/g)) {
+    if (bare?.startsWith('#')) break
+    words.push(single ?? double ?? bare)
+  }
+  return words
+}
+
+function parseExpectation(text: string): Pick<CurlExample, 'status' | 'facts'> {
+  const stated = /^(\d{3})((?:;\s*[\w.[\]-]+\s*=\s*(?:"(?:[^"\\]|\\.)*"|[^;"]+))*)$/.exec(text.trim())
+  if (!stated) throw new Error(`"# → ${text}" must be a status, then facts: "; path = JSON value"`)
+  const facts = [...stated[2].matchAll(/;\s*([\w.[\]-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;"]+)/g)].map(([, path, value]) => ({ path, value: JSON.parse(value.trim()) }))
+  return { status: Number(stated[1]), facts }
+}
+
+/** `data[0].slug`, `meta.total`, `data.length`, or `headers.content-type` (a header's value, null when absent). */
+function factValue(path: string, body: unknown, headers: Headers): unknown {
+  if (path.startsWith('headers.')) return headers.get(path.slice('headers.'.length))
+  return path
+    .replace(/\[(\d+)\]/g, '.$1')
+    .split('.')
+    .reduce<any>((value, key) => (value === undefined || value === null ? undefined : value[key]), body)
+}
+
+/** The app that serves `target`: the event stream has a feed of its own. */
+async function send(example: Pick<CurlExample, 'method' | 'target' | 'headers'>) {
+  const app = example.target.startsWith('/api/v1/events') ? events.app : api.app
+  const response = await app.handle(new Request(`http://localhost${example.target}`, { method: example.method, headers: example.headers }))
+  if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+    // A stream never ends by itself: its status and headers are what the text can state.
+    await response.body?.cancel()
+    return { response, body: undefined }
+  }
+  const text = await response.text()
+  return { response, body: text ? JSON.parse(text) : undefined }
+}
+
+const documents = await Promise.all(DOCUMENTS.map(async (file) => ({ file, text: await Bun.file(join(ROOT, file)).text() })))
+const examples = documents.flatMap(({ file, text }) => curlExamples(file, text))
+
+describe('every curl line of the documentation answers as the text says', () => {
+  test('there are curl lines in the README and in docs/', () => {
+    expect(examples.filter((example) => example.place.startsWith('README.md')).length).toBeGreaterThanOrEqual(10)
+    expect(examples.filter((example) => example.place.startsWith('docs/')).length).toBeGreaterThanOrEqual(20)
+  })
+
+  for (const example of examples) {
+    test(`${example.place}: ${example.command}`, async () => {
+      const { response, body } = await send(example)
+      const seen = { status: response.status, ...Object.fromEntries(example.facts.map(({ path }) => [path, factValue(path, body, response.headers)])) }
+      expect(seen).toEqual({ status: example.status, ...Object.fromEntries(example.facts.map(({ path, value }) => [path, value])) })
+    })
+  }
+})
+
+describe('every example under examples/ and src/hooks/examples/ loads and runs', () => {
+  test('examples/ holds only the examples this test knows how to run', async () => {
+    expect((await readdir(join(ROOT, 'examples'))).sort()).toEqual(['live-list.html', 'sync-folder.ts'])
+  })
+
+  test('examples/sync-folder.ts copies the demo posts, as docs/sync-and-events.md says, then has nothing new', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'vitrine-documentation-'))
+    try {
+      const options = { baseUrl: 'http://localhost:3000', type: 'post', folder, fetch: (url: string) => api.app.handle(new Request(url)) }
+      const shown = /^full sync: (\d+) written, 0 removed$/m.exec(await Bun.file(join(DOCS, 'sync-and-events.md')).text())
+      const { body } = await send({ method: 'GET', target: '/api/v1/content/post', headers: {} })
+      expect(await syncFolder(options)).toEqual({ written: body.meta.total, removed: 0, fresh: true })
+      expect(Number(shown?.[1])).toBe(body.meta.total)
+      expect(await syncFolder(options)).toEqual({ written: 0, removed: 0, fresh: false })
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  })
+
+  test('examples/live-list.html: its script compiles, and the list and stream it asks for answer', async () => {
+    const page = await Bun.file(join(ROOT, 'examples', 'live-list.html')).text()
+    const script = /<script type="module">([\s\S]*?)<\/script>/.exec(page)![1]
+    new Bun.Transpiler({ loader: 'js' }).transformSync(script)
+    const asked = [...script.matchAll(/`\$\{api\}(\/[^`]*)`/g)].map(([, url]) => url.replaceAll('${encodeURIComponent(type)}', 'post'))
+    expect(asked).toHaveLength(2)
+    for (const target of asked) {
+      const { response, body } = await send({ method: 'GET', target, headers: {} })
+      expect([target, response.status]).toEqual([target, 200])
+      if (body) expect(body.data.length).toBe(10)
+      else expect(response.headers.get('content-type')).toStartWith('text/event-stream')
+    }
+  })
+
+  test('src/hooks/examples/: all four load together and reshape the demo items', async () => {
+    const folder = join(ROOT, 'src', 'hooks', 'examples')
+    const { registry, files } = await loadExtensions(relative(process.cwd(), folder))
+    expect(files).toEqual((await readdir(folder)).filter((name) => name.endsWith('.ts')).sort())
+    const extended = testApp(db.url, demoEnv, registry)
+    try {
+      const project = (await extended.get('/api/v1/content/project?per_page=1')).body.data[0]
+      const anonymous = await extended.get(`/api/v1/content/project/${project.slug}`)
+      expect(anonymous.status).toBe(200)
+      expect(anonymous.body.data).toMatchObject({ body: expect.stringContaining('<p>'), reading_minutes: 1, fields: { client: expect.any(String), year: expect.any(Number) } })
+      expect('excerpt' in anonymous.body.data).toBe(false)
+      const member = await extended.get(`/api/v1/content/project/${project.slug}`, { headers: { 'X-Member': 'yes' } })
+      expect(member.body.data.excerpt).toEqual(expect.any(String))
+    } finally {
+      await extended.close()
+    }
+  })
+})
