@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import { rejectMethod } from '../http/api-route'
 import { serviceUnavailable } from '../http/errors'
 import { decodeEventMark } from './event-mark'

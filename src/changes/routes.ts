@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import type { AnswerSlot } from '../cache/answer-slot'
 import type { ContentAnswer } from '../content/content-answer'

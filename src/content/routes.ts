@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import { markUndecodable, rejectMethod } from '../http/api-route'
 import type { FilterContext, ItemData } from '../hooks/extension'

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import { renderedOutput, type AnswerSlot, type ResponseSettings } from '../cache/answer-slot'
 import { ANY_LANGUAGE, type CachedRead } from '../cache/content-cache'
 import { readPagination, readType } from '../content/parameters'

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import { withDeadline, type Sql } from '../db/connect'
 import { pendingMigrations } from '../db/migrate'
 import type { Logger } from '../log'
