@@ -305,14 +305,18 @@ interface Explainer {
   openReadPool: (url: string, settings: { databasePoolMax: number; databaseTimeoutMs: number; databaseHeavyMax: number; databaseHeavyQueue: number }) => Sql
 }
 
-/** The checkout's `listStatement` (src/content/queries.ts) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a. */
+/**
+ * The checkout's `listStatement` (src/content/list-statement.ts; src/content/queries.ts
+ * before issue 31) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a.
+ */
 async function importExplainer(directory: string): Promise<Explainer | string> {
+  const file = ['list-statement.ts', 'queries.ts'].map((name) => join('src', 'content', name)).find((path) => existsSync(join(directory, path))) ?? 'src/content/list-statement.ts'
   try {
-    const { listStatement } = await import(join(directory, 'src', 'content', 'queries.ts'))
+    const { listStatement } = await import(join(directory, file))
     const { openReadPool } = await import(join(directory, 'src', 'db', 'connect.ts'))
-    return typeof listStatement === 'function' ? { listStatement, openReadPool } : 'src/content/queries.ts exports no listStatement function'
+    return typeof listStatement === 'function' ? { listStatement, openReadPool } : `${file} exports no listStatement function`
   } catch (error) {
-    return `src/content/queries.ts did not load: ${(error as Error).message}`
+    return `${file} did not load: ${(error as Error).message}`
   }
 }
 
