@@ -4,7 +4,7 @@ import { rejectMethod } from '../http/api-route'
 import { serviceUnavailable } from '../http/errors'
 import { decodeEventMark } from './event-mark'
 
-/** The event stream's route; src/docs/openapi-document.ts describes it. */
+/** The event stream's route; ./openapi-paths.ts declares it in the OpenAPI document. */
 export const EVENTS_PATH = '/api/v1/events'
 
 export const EventsQuery = t.Object({ types: t.Optional(t.String()) }, { additionalProperties: true })

@@ -12,7 +12,7 @@ import { readItemShape, readLanguage, readListFilters, readListStart, readSlug, 
 import { badRequest } from '../http/errors'
 import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
 
-/** The content API's paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
+/** The content API's paths, as Elysia writes them; ./openapi-paths.ts declares them in the OpenAPI document. */
 export const LIST_PATH = '/api/v1/content/:type'
 export const SHOW_PATH = '/api/v1/content/:type/:slug'
 

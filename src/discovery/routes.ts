@@ -9,7 +9,7 @@ import { taxonomyNotFound } from '../http/errors'
 import { loadContentTypesAnswer, loadLanguagesAnswer, loadTaxonomiesAnswer, loadTermsAnswer, type DiscoveryAnswer } from './discovery-answer'
 import { TaxonomyParams, TermQuery } from './schemas'
 
-/** The discovery routes' paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
+/** The discovery routes' paths, as Elysia writes them; ./openapi-paths.ts declares them in the OpenAPI document. */
 export const LANGUAGES_PATH = '/api/v1/languages'
 export const CONTENT_TYPES_PATH = '/api/v1/content-types'
 export const TAXONOMIES_PATH = '/api/v1/taxonomies'

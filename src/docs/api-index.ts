@@ -17,7 +17,7 @@ export const ApiIndex = Type.Object(
   {
     name: Type.String(),
     description: Type.String(),
-    version: Type.String({ description: "The service's version (package.json)." }),
+    version: Type.String({ description: "The API's version: `info.version` of the OpenAPI document (package.json's)." }),
     url: Type.String({ description: 'This index.' }),
     openapi: Type.String({ description: 'The OpenAPI document.' }),
     docs: Type.String({ description: 'The interactive reference.' }),

@@ -1,4 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
+import packageJson from '../../package.json'
 import { changesOpenApi } from '../changes/openapi-paths'
 import { contentOpenApi } from '../content/openapi-paths'
 import { ErrorBody } from '../content/schemas'
@@ -66,7 +67,8 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
     openapi: '3.1.0',
     info: {
       title: 'Vitrine content API',
-      version: '1.5.0',
+      // The API's version; package.json follows it, and the index (GET /api/v1) says the same.
+      version: packageJson.version,
       description: [
         'A read-only, public JSON API serving published content entries.',
         '',
