@@ -11,10 +11,10 @@ export const EventsQuery = t.Object({ types: t.Optional(t.String()) }, { additio
 
 /** What every answer of the stream says about itself (C49); CORS comes from the policy. */
 const STREAM_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-store',
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-store',
   // A proxy that buffers (nginx) would hold the events back.
-  'x-accel-buffering': 'no',
+  'X-Accel-Buffering': 'no',
 }
 
 /**

@@ -29,7 +29,7 @@ export function demoMedia(directory = DEMO_MEDIA_DIR) {
     const pathname = new URL(request.url).pathname
     const file = files.get(pathname.slice('/media/'.length))
     if (!file) throw notFound()
-    return new Response(Bun.file(file.path), { headers: { 'content-type': file.type, 'cache-control': 'public, max-age=86400' } })
+    return new Response(Bun.file(file.path), { headers: { 'Content-Type': file.type, 'Cache-Control': 'public, max-age=86400' } })
   })
 }
 

@@ -85,7 +85,7 @@ export function apiIndex(document: OpenApiDocument, publicUrl: string, slot: Ans
     })
     .all(INDEX_PATH, ({ request }) => rejectMethod(request))
     // A relative Location: the browser stays on the host it asked, behind any proxy.
-    .get('/', () => new Response(redirect, { status: 302, headers: { location: DOCS_PATH, 'content-type': JSON_CONTENT_TYPE } }))
+    .get('/', () => new Response(redirect, { status: 302, headers: { Location: DOCS_PATH, 'Content-Type': JSON_CONTENT_TYPE } }))
 }
 
 /**

@@ -41,13 +41,13 @@ const REFERENCE_PAGE = `<!doctype html>
 export function apiDocumentation(document: object) {
   const body = JSON.stringify(document)
   return new Elysia({ name: 'api-documentation' })
-    .get(OPENAPI_PATH, () => new Response(body, { headers: { 'content-type': JSON_CONTENT_TYPE } }))
-    .get(DOCS_PATH, () => new Response(REFERENCE_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } }))
+    .get(OPENAPI_PATH, () => new Response(body, { headers: { 'Content-Type': JSON_CONTENT_TYPE } }))
+    .get(DOCS_PATH, () => new Response(REFERENCE_PAGE, { headers: { 'Content-Type': 'text/html; charset=utf-8' } }))
     .get(DOCS_ASSET_PATH, ({ params }) => {
       const type = DOCS_ASSETS[params.file]
       if (!type) throw notFound()
       return new Response(Bun.file(join(SWAGGER_UI, params.file)), {
-        headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
+        headers: { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' },
       })
     })
 }

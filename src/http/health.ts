@@ -28,7 +28,7 @@ export function healthRoutes({ sql, config, log, replicas }: Pick<AppDependencie
       if (readiness.state === 'ready') return jsonResponse(replicas ? { status: 'ready', replicas: replicas.status } : { status: 'ready' })
       // Answered here, not thrown: the error handler would log every probe as a failure.
       set.status = 503
-      set.headers['retry-after'] = readiness.state === 'not migrated' ? '30' : '2'
+      set.headers['Retry-After'] = readiness.state === 'not migrated' ? '30' : '2'
       const error = readiness.state === 'not migrated' ? 'The database schema is not migrated: run `bun run migrate`.' : 'The database is not reachable.'
       return jsonResponse({ error }, 503)
     })
