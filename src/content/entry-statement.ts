@@ -1,21 +1,7 @@
 import type { PendingQuery } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import {
-  commonTables,
-  completeRow,
-  entryRows,
-  headerOf,
-  isLive,
-  languagesOf,
-  NO_DEADLINE,
-  resultHeader,
-  typeOfResult,
-  type EntryRow,
-  type Languages,
-  type ResultRow,
-  type RowContents,
-} from './statement-fragments'
+import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, NO_DEADLINE, resultHeader, typeOfResult, type EntryRow, type Languages, type ResultRow, type RowContents } from './statement-fragments'
 
 export interface EntryMatch {
   typeExists: boolean

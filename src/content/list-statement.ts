@@ -3,22 +3,7 @@ import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import { filteredListStatement, isFiltered, shapeOf } from './filtered-list-statement'
 import { pageAfter, pageByOffset, type ListOptions } from './list-pages'
-import {
-  commonTables,
-  completeRow,
-  entryRows,
-  headerOf,
-  isDatedLive,
-  isUndatedLive,
-  languagesOf,
-  listOrder,
-  NO_DEADLINE,
-  resultHeader,
-  typeOfResult,
-  type EntryRow,
-  type Languages,
-  type ResultRow,
-} from './statement-fragments'
+import { commonTables, completeRow, entryRows, headerOf, isDatedLive, isUndatedLive, languagesOf, listOrder, NO_DEADLINE, resultHeader, typeOfResult, type EntryRow, type Languages, type ResultRow } from './statement-fragments'
 
 export interface EntryPage {
   /** False when `{type}` names no content type (C5). */
