@@ -9,18 +9,15 @@ import { readFileSync } from 'node:fs'
 import { appendFile, copyFile, mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { percentile } from '../test/support/correlated-load'
 import { CONNECTIONS, load, LOAD_TOOL, readSeconds } from './load'
 import { startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const target = await resolveDatabase(config, createLogger('warn'))
+const { target, close } = await setUpBench()
 const benchUrl = Object.assign(new URL(target.url), { pathname: '/vitrine_bench' }).toString()
 const writer = connectDatabase(benchUrl, { max: 1 })
 const children: ReturnType<typeof Bun.spawn>[] = []
@@ -160,7 +157,7 @@ try {
   for (const child of children) child.kill('SIGTERM')
   await Promise.all(children.map((child) => child.exited))
   await writer.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 interface Started {

@@ -26,13 +26,11 @@
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
 import { connectDatabase, type Sql } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { load, LOAD_TOOL, median, readSeconds } from './load'
 import { startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 100_000
@@ -43,11 +41,9 @@ const IDLE = Number(process.env.EVENTS_IDLE ?? 10_000)
 const STALLED = 100
 const STALLED_SECONDS = 30
 const PAGE_1 = '/api/v1/content/post'
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const { target, admin, close } = await setUpBench()
 const tool = LOAD_TOOL
 
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
 const children: ReturnType<typeof Bun.spawn>[] = []
 const lines: string[] = []
 const say = (line: string) => (console.log(line), lines.push(line))
@@ -117,8 +113,7 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM')
   await Promise.all(children.map((child) => child.exited))
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 /** The benchmark's own type and its live entries (made once, kept). */

@@ -10,7 +10,8 @@ import type { PendingQuery, Row } from 'postgres'
 import { loadConfig } from '../src/config'
 import { openReadPool, type Sql } from '../src/db/connect'
 import { decodeCursor, encodeCursor } from '../src/content/cursor'
-import { findStatement, listStatement } from '../src/content/queries'
+import { findStatement } from '../src/content/entry-statement'
+import { listStatement } from '../src/content/list-statement'
 
 /**
  * The planning and execution milliseconds (medians of `runs`) and the last plan of a statement prepared once.

@@ -27,13 +27,10 @@
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { connectDatabase } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds, type Measure } from './load'
 import { openLane, startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 100_000
@@ -41,7 +38,7 @@ const HALF = Math.ceil(readSeconds(process.env.BENCH_SECONDS) / 2)
 const ROUNDS = readRounds(process.env.BENCH_ROUNDS)
 const FLOOD_CONNECTIONS = 32
 const PAGE_1 = '/api/v1/content/post'
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const { config, target, admin, close } = await setUpBench()
 const tool = LOAD_TOOL
 
 type Variant = 'lane, cached' | 'lane, uncached' | 'no lane, cached' | 'no lane, uncached'
@@ -66,8 +63,6 @@ interface Sample {
   flood: FloodResult
 }
 
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
 const services: ReturnType<typeof Bun.spawn>[] = []
 const pageOneFailures: string[] = []
 try {
@@ -94,8 +89,7 @@ try {
 } finally {
   for (const service of services) service.kill('SIGTERM')
   await Promise.all(services.map((service) => service.exited))
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 if (pageOneFailures.length) {
   console.error(`Page-1 requests failed:\n${pageOneFailures.join('\n')}`)

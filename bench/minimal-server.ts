@@ -6,7 +6,7 @@
  * @example bun bench/minimal-server.ts postgres://127.0.0.1/vitrine_bench
  */
 import { loadConfig } from '../src/config'
-import { findLiveEntryBySlug } from '../src/content/queries'
+import { findLiveEntryBySlug } from '../src/content/entry-statement'
 import { toItem } from '../src/content/map-item'
 import { openReadPool } from '../src/db/connect'
 

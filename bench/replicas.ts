@@ -27,14 +27,12 @@
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
 import { connectDatabase, type Sql } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { startStandby, type Standby } from '../test/support/standby'
 import { ensureBenchDatabase } from './dataset'
 import { CONNECTIONS, load, LOAD_TOOL, readSeconds } from './load'
 import { startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 10_000
@@ -42,11 +40,9 @@ const SECONDS = readSeconds(process.env.BENCH_SECONDS)
 const PAUSE_SECONDS = 10
 const STALE_MARGIN_MS = 250
 const PAGE_1 = '/api/v1/content/post'
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const { target, admin, close } = await setUpBench()
 const tool = LOAD_TOOL
 
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
 const standbys: Standby[] = []
 const services: ReturnType<typeof Bun.spawn>[] = []
 let report = ''
@@ -111,8 +107,7 @@ try {
   for (const service of services) service.kill('SIGTERM')
   await Promise.all(services.map((service) => service.exited))
   for (const standby of standbys) await standby.remove()
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 /** Transactions the standby ran in the database (its pg_stat_database row). */

@@ -14,23 +14,21 @@
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
 import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
 import { migrate } from '../src/db/migrate'
-import { resolveDatabase } from '../src/db/open'
-import { findStatement, listStatement } from '../src/content/queries'
-import { createLogger } from '../src/log'
+import { findStatement } from '../src/content/entry-statement'
+import { listStatement } from '../src/content/list-statement'
 import { datasetSql } from './dataset'
 import { CONNECTIONS, load, LOAD_TOOL, readSeconds, type Measure } from './load'
 import { explainPrepared } from './explain-list'
 import { openLane, startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
 /** The alternating hook runs take half as long each; load tools take whole seconds. */
 const HALF = Math.ceil(SECONDS / 2)
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const log = createLogger('warn')
+const { config, target, admin, close } = await setUpBench()
 
 interface Case {
   name: string
@@ -47,8 +45,6 @@ const CASES: Case[] = [
 ]
 
 
-const target = await resolveDatabase(config, log)
-const admin = connectDatabase(target.url, { max: 1 })
 const benchUrl = withDatabase(target.url, 'vitrine_bench')
 interface Server {
   base: string
@@ -132,8 +128,7 @@ try {
   await sql.end()
 } finally {
   await stopServers()
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 if (failedRequests.length) {
   console.error(`Requests failed, so these numbers measure failures too:\n${failedRequests.join('\n')}`)

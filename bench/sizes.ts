@@ -46,15 +46,13 @@
 import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { loadConfig } from '../src/config'
-import { connectDatabase, openReadPool, type Sql } from '../src/db/connect'
+import { openReadPool, type Sql } from '../src/db/connect'
 import { explainPrepared } from './explain-list'
 import { openLane, startBenchService } from './service'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { findLink } from './link-header'
 import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds, type Measure } from './load'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZES = readSizes(process.env.BENCH_SIZES)
@@ -90,10 +88,8 @@ interface SizeResult {
 
 const CHECKOUTS: Checkout[] = BASELINE ? ['current', 'baseline'] : ['current']
 const DIRECTORIES: Record<Checkout, string> = { current: ROOT, baseline: BASELINE ?? '' }
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const { config, target, admin, close } = await setUpBench()
 const tool = LOAD_TOOL
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
 /** What release() stops and closes after each size, and the `finally` below whatever failed. */
 const services: ReturnType<typeof Bun.spawn>[] = []
 const pools: Sql[] = []
@@ -129,8 +125,7 @@ try {
   await writeFile(join(ROOT, 'bench', 'sizes-last-run.md'), [header, ...sections, summary].join('\n\n') + '\n')
 } finally {
   await release()
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 if (baselineFailures.length) console.log(`Requests of the baseline failed (its numbers count them as done):\n${baselineFailures.join('\n')}`)
 if (failedRequests.length) {
@@ -305,14 +300,18 @@ interface Explainer {
   openReadPool: (url: string, settings: { databasePoolMax: number; databaseTimeoutMs: number; databaseHeavyMax: number; databaseHeavyQueue: number }) => Sql
 }
 
-/** The checkout's `listStatement` (src/content/queries.ts) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a. */
+/**
+ * The checkout's `listStatement` (src/content/list-statement.ts; src/content/queries.ts
+ * before issue 31) and `openReadPool`, or why they cannot be had: its EXPLAIN is then n/a.
+ */
 async function importExplainer(directory: string): Promise<Explainer | string> {
+  const file = ['list-statement.ts', 'queries.ts'].map((name) => join('src', 'content', name)).find((path) => existsSync(join(directory, path))) ?? 'src/content/list-statement.ts'
   try {
-    const { listStatement } = await import(join(directory, 'src', 'content', 'queries.ts'))
+    const { listStatement } = await import(join(directory, file))
     const { openReadPool } = await import(join(directory, 'src', 'db', 'connect.ts'))
-    return typeof listStatement === 'function' ? { listStatement, openReadPool } : 'src/content/queries.ts exports no listStatement function'
+    return typeof listStatement === 'function' ? { listStatement, openReadPool } : `${file} exports no listStatement function`
   } catch (error) {
-    return `src/content/queries.ts did not load: ${(error as Error).message}`
+    return `${file} did not load: ${(error as Error).message}`
   }
 }
 

@@ -10,16 +10,11 @@
  * DATABASE_URL: the server to keep the database on; unset: the embedded PostgreSQL under DATA_DIR.
  */
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { connectDatabase } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
+import { setUpBench } from './setup'
 
 const COPY = 'vitrine_bench_sync_copy'
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
+const { target, admin, close } = await setUpBench()
 let code = 1
 try {
   const database = await ensureBenchDatabase(admin, target.url, 100_000)
@@ -32,7 +27,6 @@ try {
   code = await run.exited
 } finally {
   await admin.unsafe(`drop database if exists ${COPY} with (force)`).catch(() => {})
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 process.exit(code)

@@ -1,13 +1,9 @@
 import { Elysia } from 'elysia'
-import type { Config } from './config'
-import type { Sql } from './db/connect'
-import type { LiveCountCheck } from './content/live-count-check'
-import type { ReadReplicas } from './db/replicas'
-import { AnswerSlot, type AnswerCache } from './cache/answer-slot'
+import type { AppDependencies } from './app-dependencies'
+import { AnswerSlot } from './cache/answer-slot'
 import { contentRoutes } from './content/routes'
 import { syncRoutes } from './changes/routes'
 import { eventRoutes } from './changes/event-routes'
-import type { EventFeed } from './changes/event-feed'
 import { discoveryRoutes } from './discovery/routes'
 import { demoMedia } from './demo/media'
 import { corsPolicy } from './http/cors'
@@ -17,25 +13,6 @@ import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
 import { FilterRegistry } from './hooks/registry'
-import type { Logger } from './log'
-
-export interface AppDependencies {
-  sql: Sql
-  config: Config
-  log: Logger
-  /** The filter hook's callbacks; none by default. */
-  filters?: FilterRegistry
-  /** The response cache (C35); without it every answer is loaded (X-Cache: BYPASS). */
-  cache?: AnswerCache
-  /** Which types' live entries are counted one by one, their kept count having drifted (C18); none without it. */
-  liveCounts?: LiveCountCheck
-  /** The event stream's feed (C49); without it, the stream answers 503. */
-  events?: EventFeed
-  /** Closes the connection a request came on, at once (the server's; none in process, under tests). */
-  closeConnection?: (request: Request) => void
-  /** DATABASE_READ_URLS (C50): the replicas `sql`'s content reads are routed through; /readyz says which serve. */
-  replicas?: ReadReplicas
-}
 
 /** The whole HTTP service, not listening. */
 export interface App {

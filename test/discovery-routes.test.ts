@@ -180,6 +180,8 @@ describe('C46: the index and the way to the reference', () => {
   test('GET /api/v1: name, version, the URL of every path of the OpenAPI document, of the document and of /docs', async () => {
     const index = (await api.get('/api/v1')).body
     const document = (await api.get('/api/v1/openapi.json')).body
+    // One version (issue 31): the document's `info.version` is the API's; package.json follows it, and the index says it too.
+    expect([index.version, document.info.version]).toEqual([packageJson.version, packageJson.version])
     expect(index).toMatchObject({ version: packageJson.version, url: 'https://cms.example.com/api/v1', openapi: 'https://cms.example.com/api/v1/openapi.json', docs: 'https://cms.example.com/docs' })
     expect(index.routes.map((route: any) => route.url)).toEqual(Object.keys(document.paths).map((path) => `https://cms.example.com${path}`))
     for (const path of ['/api/v1/languages', '/api/v1/content-types', '/api/v1/taxonomies', '/api/v1/taxonomies/{taxonomy}/terms', '/api/v1/content/{type}', '/api/v1/content/{type}/{slug}', '/healthz', '/readyz', '/docs', '/api/v1/openapi.json', '/api/v1', '/']) {

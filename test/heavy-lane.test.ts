@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { HeavyLane, heavyLaneOf, LaneRefusal, setHeavyLane } from '../src/db/lanes'
-import { DEEP_OFFSET, isHeavyList } from '../src/content/queries'
+import { DEEP_OFFSET, isHeavyList } from '../src/content/list-statement'
 import { NO_FILTERS } from '../src/content/parameters'
 import { testApp, type TestResponse } from './support/app'
 import { createTestDatabase } from './support/database'

@@ -96,9 +96,9 @@ export class AnswerSlot {
    * line: the log line says the status sent, and a 304 has no type.
    */
   send(request: Request, set: ResponseSettings, read: CachedRead<SlotAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
-    const response = this.respond(request, String(set.headers['x-request-id']), read, output, reads)
+    const response = this.respond(request, String(set.headers['X-Request-Id']), read, output, reads)
     // The framework adds what it set when the response lacks it: a 304 has no type.
-    if (response.status === 304) delete set.headers['content-type']
+    if (response.status === 304) delete set.headers['Content-Type']
     set.status = response.status
     return response
   }
@@ -134,24 +134,24 @@ export class AnswerSlot {
   /** C29, C30, C32–C34 and C39: every header of a content answer, for a hit here as for the routes. */
   #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean): Response {
     const headers: Record<string, string> = {
-      'x-request-id': requestId,
-      'x-content-type-options': 'nosniff',
+      'X-Request-Id': requestId,
+      'X-Content-Type-Options': 'nosniff',
       ...this.#cors(request),
-      etag: output.etag,
-      'cache-control': cacheControl(this.#cacheMaxAge, served.expiresAt),
-      'surrogate-key': output.surrogateKey,
-      'x-cache': served.status satisfies CacheStatus,
+      ETag: output.etag,
+      'Cache-Control': cacheControl(this.#cacheMaxAge, served.expiresAt),
+      'Surrogate-Key': output.surrogateKey,
+      'X-Cache': served.status satisfies CacheStatus,
     }
-    if (output.varyHeaders.length) headers.vary = appendVary(headers.vary, output.varyHeaders)
-    if (served.status === 'HIT') headers.age = String(served.ageSeconds)
+    if (output.varyHeaders.length) headers.Vary = appendVary(headers.Vary, output.varyHeaders)
+    if (served.status === 'HIT') headers.Age = String(served.ageSeconds)
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) {
-      if (head) headers['content-length'] = '0'
+      if (head) headers['Content-Length'] = '0'
       return new Response(null, { status: 304, headers })
     }
-    headers['content-type'] = JSON_CONTENT_TYPE
-    if (output.link !== null) headers.link = output.link
+    headers['Content-Type'] = JSON_CONTENT_TYPE
+    if (output.link !== null) headers.Link = output.link
     if (head) {
-      headers['content-length'] = String(output.body.byteLength)
+      headers['Content-Length'] = String(output.body.byteLength)
       return new Response(null, { status: output.status, headers })
     }
     return new Response(output.body, { status: output.status, headers })

@@ -1,20 +1,20 @@
 import { Elysia, t } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import { rejectMethod } from '../http/api-route'
 import { serviceUnavailable } from '../http/errors'
 import { decodeEventMark } from './event-mark'
 
-/** The event stream's route; src/docs/openapi-document.ts describes it. */
+/** The event stream's route; ./openapi-paths.ts declares it in the OpenAPI document. */
 export const EVENTS_PATH = '/api/v1/events'
 
 export const EventsQuery = t.Object({ types: t.Optional(t.String()) }, { additionalProperties: true })
 
 /** What every answer of the stream says about itself (C49); CORS comes from the policy. */
 const STREAM_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-store',
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-store',
   // A proxy that buffers (nginx) would hold the events back.
-  'x-accel-buffering': 'no',
+  'X-Accel-Buffering': 'no',
 }
 
 /**

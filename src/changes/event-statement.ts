@@ -1,7 +1,7 @@
 import type { PendingQuery } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import { isLive, MAX_ID } from '../content/queries'
+import { isLive, MAX_ID } from '../content/statement-fragments'
 import type { EventMark } from './event-mark'
 
 /** One `change` event's data (C49): the entries of a type that may have changed; null: anything of it. */

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import type { AnswerSlot } from '../cache/answer-slot'
 import type { ContentAnswer } from '../content/content-answer'
@@ -11,7 +11,7 @@ import { FilterRegistry } from '../hooks/registry'
 import { DEFAULT_SYNC_PER_PAGE, loadSyncAnswer, MAX_SYNC_PER_PAGE, syncBody } from './sync-answer'
 import { decodeSyncToken, expiredToken, type SyncToken } from './sync-token'
 
-/** The sync route, as Elysia writes it; src/docs/openapi-document.ts describes it. */
+/** The sync route, as Elysia writes it; ./openapi-paths.ts declares it in the OpenAPI document. */
 export const SYNC_PATH = '/api/v1/sync/:type'
 
 export const SyncQuery = t.Object(

@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, resultHeader, type EntryRow, type Languages, type ResultRow } from '../content/queries'
+import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, resultHeader, type EntryRow, type Languages, type ResultRow } from '../content/statement-fragments'
 import type { LogMark } from './sync-token'
 
 export interface SyncPageOptions {

@@ -3,9 +3,11 @@ import type { Sql } from '../db/connect'
 import type { EntryModel } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
 import { selectFields, toItem } from './map-item'
-import { encodeCursor, type Cursor } from './cursor'
-import { DEFAULT_PER_PAGE, FULL_ITEM, NO_FILTERS, type ItemShape, type ListFilters } from './parameters'
-import { findLiveEntryBySlug, listLiveEntries, type EntryPage, type EntryRow, type Languages } from './queries'
+import { encodeCursor } from './cursor'
+import { findLiveEntryBySlug } from './entry-statement'
+import { listLiveEntries, type EntryPage } from './list-statement'
+import { DEFAULT_PER_PAGE, FULL_ITEM, NO_FILTERS, type ItemShape, type ListFilters, type ListStart } from './parameters'
+import type { EntryRow, Languages } from './statement-fragments'
 import type { Item } from './schemas'
 
 /** `meta` of a list answer (service.md §2.3). */
@@ -67,12 +69,6 @@ export interface AnswerOptions {
   countByScan?: boolean
   /** What each item holds (C44, C45); every default key by default. */
   shape?: ItemShape
-}
-
-/** Where a list page starts: a page number (C6), or a cursor that also says which page it opens (C39). */
-export interface ListStart {
-  page: number
-  cursor: Cursor | null
 }
 
 const encoder = new TextEncoder()

@@ -1,5 +1,13 @@
 import { badRequest } from '../http/errors'
-import type { ListPosition } from './queries'
+
+/** An entry's place in list order (C11): its publication time, exact to the microsecond, and its id. */
+export interface ListPosition {
+  /** The publication time in Unix seconds (`-Infinity` for '-infinity') and microseconds; null for an undated entry. */
+  publishedAt: { seconds: number; microseconds: number } | null
+  id: number
+  /** A walk of search results by relevance (C42): the entry's rank, as PostgreSQL wrote the `real`. */
+  rank?: string
+}
 
 /**
  * C39: the `after` cursor of a list walk. Opaque to clients: base64url of

@@ -1,5 +1,5 @@
 import type { Item } from './schemas'
-import type { EntryRow } from './queries'
+import type { EntryRow } from './statement-fragments'
 
 /**
  * Maps one entry row to the item of service.md §2.2: exactly the keys of C12

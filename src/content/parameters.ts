@@ -1,11 +1,16 @@
 import { badParameter, badRequest, contentTypeNotFound } from '../http/errors'
-import type { ListStart } from './content-answer'
-import { decodeCursor } from './cursor'
+import { decodeCursor, type Cursor } from './cursor'
 
 export const DEFAULT_PER_PAGE = 20
 export const MAX_PER_PAGE = 100
 
 const DECIMAL_DIGITS = /^[0-9]+$/
+
+/** Where a list page starts: a page number (C6), or a cursor that also says which page it opens (C39). */
+export interface ListStart {
+  page: number
+  cursor: Cursor | null
+}
 
 export interface Pagination {
   page: number

@@ -1,4 +1,4 @@
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import type { PreparedAnswer } from '../cache/answer-slot'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import type { CachedRead, Loaded } from '../cache/content-cache'
 import { markUndecodable, rejectMethod } from '../http/api-route'
 import type { FilterContext, ItemData } from '../hooks/extension'
@@ -8,12 +8,11 @@ import type { AnswerSlot } from '../cache/answer-slot'
 import { envelope, loadEntryAnswer, loadListAnswer, type ContentAnswer } from './content-answer'
 import { selectFields } from './map-item'
 import { answerPreparer } from './prepare-answer'
-import { readItemShape, readLanguage, readListFilters, readListStart, readSlug, readType, type ItemShape, type ListFilters } from './parameters'
-import type { ListStart } from './content-answer'
+import { readItemShape, readLanguage, readListFilters, readListStart, readSlug, readType, type ItemShape, type ListFilters, type ListStart } from './parameters'
 import { badRequest } from '../http/errors'
 import { EntryParams, ListQuery, ShowQuery, TypeParams } from './schemas'
 
-/** The content API's paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
+/** The content API's paths, as Elysia writes them; ./openapi-paths.ts declares them in the OpenAPI document. */
 export const LIST_PATH = '/api/v1/content/:type'
 export const SHOW_PATH = '/api/v1/content/:type/:slug'
 

@@ -3,7 +3,7 @@ import { t } from 'elysia'
 
 /**
  * The TypeBox schemas of the content API's responses: the one source of their
- * TypeScript types and of the OpenAPI document (src/docs/openapi-document.ts).
+ * TypeScript types and of the OpenAPI document (./openapi-paths.ts).
  * Plain TypeBox, not Elysia's `t`: its `t.Integer` also accepts numeric strings,
  * which is right for reading a query string and wrong for describing output.
  * Objects are closed: an item has exactly the keys of C12, in that order (and

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { notFound } from '../http/errors'
+import { EVERY_ANSWER, errorResponse, headers, pathParameter, type OpenApiDeclaration } from '../http/openapi-declarations'
 
 /** The demo's images: one file for each storage-relative path the demo content names (seed-demo.ts). */
 export const DEMO_MEDIA_DIR = join(import.meta.dir, 'media')
@@ -28,6 +29,34 @@ export function demoMedia(directory = DEMO_MEDIA_DIR) {
     const pathname = new URL(request.url).pathname
     const file = files.get(pathname.slice('/media/'.length))
     if (!file) throw notFound()
-    return new Response(Bun.file(file.path), { headers: { 'content-type': file.type, 'cache-control': 'public, max-age=86400' } })
+    return new Response(Bun.file(file.path), { headers: { 'Content-Type': file.type, 'Cache-Control': 'public, max-age=86400' } })
   })
+}
+
+/**
+ * The demo's images in the OpenAPI document, only where they are served: the
+ * files under MEDIA_PATH as an item's `featured_image` names them. Change it
+ * with `demoMedia` above.
+ * @example demoMediaOpenApi().paths['/media/uploads/{year}/{file}']
+ */
+export function demoMediaOpenApi(): OpenApiDeclaration {
+  return {
+    paths: {
+      '/media/uploads/{year}/{file}': {
+        parameters: [
+          pathParameter('year', 'A folder of the demo uploads.', { examples: ['2026'] }),
+          pathParameter('file', 'An image file, as an item\'s `featured_image` names it.', { examples: ['photo-12.jpg', 'photo-12-thumbnail.jpg'] }),
+        ],
+        get: {
+          operationId: 'getDemoImage',
+          tags: ['documentation'],
+          summary: "An image of the demo content (the embedded database's only)",
+          responses: {
+            '200': { description: 'The image.', headers: headers(...EVERY_ANSWER), content: { 'image/jpeg': { schema: { type: 'string', contentMediaType: 'image/jpeg' } } } },
+            '404': errorResponse('No such image.', ['Not found.'], EVERY_ANSWER),
+          },
+        },
+      },
+    },
+  }
 }

@@ -1,15 +1,15 @@
 import { Elysia } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import { renderedOutput, type AnswerSlot, type ResponseSettings } from '../cache/answer-slot'
 import { ANY_LANGUAGE, type CachedRead } from '../cache/content-cache'
 import { readPagination, readType } from '../content/parameters'
-import { DEEP_OFFSET } from '../content/queries'
+import { DEEP_OFFSET } from '../content/list-statement'
 import { markUndecodable, rejectMethod } from '../http/api-route'
 import { taxonomyNotFound } from '../http/errors'
 import { loadContentTypesAnswer, loadLanguagesAnswer, loadTaxonomiesAnswer, loadTermsAnswer, type DiscoveryAnswer } from './discovery-answer'
 import { TaxonomyParams, TermQuery } from './schemas'
 
-/** The discovery routes' paths, as Elysia writes them; src/docs/openapi-document.ts describes them. */
+/** The discovery routes' paths, as Elysia writes them; ./openapi-paths.ts declares them in the OpenAPI document. */
 export const LANGUAGES_PATH = '/api/v1/languages'
 export const CONTENT_TYPES_PATH = '/api/v1/content-types'
 export const TAXONOMIES_PATH = '/api/v1/taxonomies'

@@ -2,7 +2,7 @@ import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { ANY_TYPE } from '../cache/answer-store'
 import { runRead } from '../db/read'
-import { isLive } from '../content/queries'
+import { isLive } from '../content/statement-fragments'
 
 /** One row of `GET /api/v1/languages` (C46). */
 export interface LanguageRow {

@@ -7,18 +7,17 @@ import { render } from '../content/content-answer'
 import type { DiscoveryAnswer } from '../discovery/discovery-answer'
 import { rejectMethod } from '../http/api-route'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
-import { OPENAPI_PATH } from './openapi'
-import type { OpenApiDocument } from './openapi-document'
+import { CONTENT_ANSWER, EVERY_ANSWER, headers, json, ref, type OpenApiDeclaration, type OpenApiDocument } from '../http/openapi-declarations'
+import { DOCS_PATH, OPENAPI_PATH } from './openapi'
 
 export const INDEX_PATH = '/api/v1'
-export const DOCS_PATH = '/docs'
 
 /** The index's body: its schema is in the OpenAPI document. */
 export const ApiIndex = Type.Object(
   {
     name: Type.String(),
     description: Type.String(),
-    version: Type.String({ description: "The service's version (package.json)." }),
+    version: Type.String({ description: "The API's version: `info.version` of the OpenAPI document (package.json's)." }),
     url: Type.String({ description: 'This index.' }),
     openapi: Type.String({ description: 'The OpenAPI document.' }),
     docs: Type.String({ description: 'The interactive reference.' }),
@@ -86,5 +85,47 @@ export function apiIndex(document: OpenApiDocument, publicUrl: string, slot: Ans
     })
     .all(INDEX_PATH, ({ request }) => rejectMethod(request))
     // A relative Location: the browser stays on the host it asked, behind any proxy.
-    .get('/', () => new Response(redirect, { status: 302, headers: { location: DOCS_PATH, 'content-type': JSON_CONTENT_TYPE } }))
+    .get('/', () => new Response(redirect, { status: 302, headers: { Location: DOCS_PATH, 'Content-Type': JSON_CONTENT_TYPE } }))
+}
+
+/**
+ * The index and the redirect to /docs in the OpenAPI document. Change it with
+ * `apiIndex` above.
+ * @example apiIndexOpenApi().paths['/api/v1']
+ */
+export function apiIndexOpenApi(): OpenApiDeclaration {
+  return {
+    schemas: { ApiIndex },
+    paths: {
+      [INDEX_PATH]: {
+        get: {
+          operationId: 'getApiIndex',
+          tags: ['discovery'],
+          summary: "The API's index",
+          description: "The service's name and version, and the URL of every path of this document, of this document and of /docs (C46).",
+          parameters: [ref('parameters', 'IfNoneMatch')],
+          responses: {
+            '200': { description: 'The index.', headers: headers(...CONTENT_ANSWER), ...json(ref('schemas', 'ApiIndex')) },
+            '304': ref('responses', 'NotModified'),
+            '500': ref('responses', 'InternalError'),
+          },
+        },
+        refusedAs: 'ApiIndex',
+      },
+      '/': {
+        get: {
+          operationId: 'redirectToDocs',
+          tags: ['documentation'],
+          summary: 'Redirect to the reference at /docs',
+          responses: {
+            '302': {
+              description: 'The reference is at `Location` (C46).',
+              headers: headers(...EVERY_ANSWER, 'Location'),
+              ...json(Type.Object({ docs: Type.Literal(DOCS_PATH) }, { additionalProperties: false })),
+            },
+          },
+        },
+      },
+    },
+  }
 }

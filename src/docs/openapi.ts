@@ -2,9 +2,12 @@ import { Elysia } from 'elysia'
 import { join } from 'node:path'
 import { notFound } from '../http/errors'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
+import { EVERY_ANSWER, errorResponse, headers, json, pathParameter, type OpenApiDeclaration } from '../http/openapi-declarations'
 
 const SWAGGER_UI = join(import.meta.dir, '..', '..', 'node_modules', 'swagger-ui-dist')
 export const OPENAPI_PATH = '/api/v1/openapi.json'
+export const DOCS_PATH = '/docs'
+const DOCS_ASSET_PATH = '/docs/assets/:file'
 
 /** Swagger UI's files, served by us: the reference page needs no network (no CDN). */
 export const DOCS_ASSETS: Record<string, string> = {
@@ -38,13 +41,57 @@ const REFERENCE_PAGE = `<!doctype html>
 export function apiDocumentation(document: object) {
   const body = JSON.stringify(document)
   return new Elysia({ name: 'api-documentation' })
-    .get(OPENAPI_PATH, () => new Response(body, { headers: { 'content-type': JSON_CONTENT_TYPE } }))
-    .get('/docs', () => new Response(REFERENCE_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } }))
-    .get('/docs/assets/:file', ({ params }) => {
+    .get(OPENAPI_PATH, () => new Response(body, { headers: { 'Content-Type': JSON_CONTENT_TYPE } }))
+    .get(DOCS_PATH, () => new Response(REFERENCE_PAGE, { headers: { 'Content-Type': 'text/html; charset=utf-8' } }))
+    .get(DOCS_ASSET_PATH, ({ params }) => {
       const type = DOCS_ASSETS[params.file]
       if (!type) throw notFound()
       return new Response(Bun.file(join(SWAGGER_UI, params.file)), {
-        headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
+        headers: { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' },
       })
     })
+}
+
+/**
+ * This document, its reference page and the page's files in the OpenAPI
+ * document. Change it with `apiDocumentation` above.
+ * @example apiDocumentationOpenApi().paths['/api/v1/openapi.json']
+ */
+export function apiDocumentationOpenApi(): OpenApiDeclaration {
+  return {
+    paths: {
+      [OPENAPI_PATH]: {
+        get: {
+          operationId: 'getOpenApiDocument',
+          tags: ['documentation'],
+          summary: 'This document',
+          responses: { '200': { description: 'The OpenAPI 3.1 document, the same bytes on every request of an instance.', headers: headers(...EVERY_ANSWER), ...json({ type: 'object' }) } },
+        },
+      },
+      [DOCS_PATH]: {
+        get: {
+          operationId: 'getDocs',
+          tags: ['documentation'],
+          summary: 'The interactive reference (Swagger UI) of this document',
+          responses: { '200': { description: 'An HTML page; its scripts and styles come from /docs/assets, never from another host.', headers: headers(...EVERY_ANSWER), content: { 'text/html': { schema: { type: 'string' } } } } },
+        },
+      },
+      [DOCS_ASSET_PATH]: {
+        parameters: [pathParameter('file', 'One of the files of the reference page.', { enum: Object.keys(DOCS_ASSETS) })],
+        get: {
+          operationId: 'getDocsAsset',
+          tags: ['documentation'],
+          summary: "A script or style sheet of the reference page",
+          responses: {
+            '200': {
+              description: 'The file.',
+              headers: headers(...EVERY_ANSWER),
+              content: Object.fromEntries([...new Set(Object.values(DOCS_ASSETS))].map((type: string) => [type.split(';')[0], { schema: { type: 'string' } }])),
+            },
+            '404': errorResponse('No such file.', ['Not found.'], EVERY_ANSWER),
+          },
+        },
+      },
+    },
+  }
 }

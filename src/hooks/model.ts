@@ -1,5 +1,5 @@
 import { formatTimestamp, mediaUrl } from '../content/map-item'
-import type { EntryRow } from '../content/queries'
+import type { EntryRow } from '../content/statement-fragments'
 import type { EntryModel } from './extension'
 
 /**

@@ -32,7 +32,7 @@ export function corsPolicy(config: Pick<Config, 'corsOrigins'>) {
 /**
  * The CORS headers of C29 for a request, as `corsPolicy` sets them: what a
  * response answered outside the framework (a cache hit) carries too.
- * @example corsHeaders({ corsOrigins: '*' })(request)['access-control-allow-origin'] // '*'
+ * @example corsHeaders({ corsOrigins: '*' })(request)['Access-Control-Allow-Origin'] // '*'
  */
 export function corsHeaders(config: Pick<Config, 'corsOrigins'>): (request: Request) => Record<string, string> {
   const listed = config.corsOrigins === '*' ? null : new Set(config.corsOrigins)
@@ -41,23 +41,23 @@ export function corsHeaders(config: Pick<Config, 'corsOrigins'>): (request: Requ
     const origin = request.headers.get('origin')
     const vary: string[] = []
     if (listed === null) {
-      headers['access-control-allow-origin'] = '*'
+      headers['Access-Control-Allow-Origin'] = '*'
     } else {
       vary.push('Origin')
-      if (origin !== null && listed.has(origin)) headers['access-control-allow-origin'] = origin
+      if (origin !== null && listed.has(origin)) headers['Access-Control-Allow-Origin'] = origin
     }
     if (request.method !== 'OPTIONS') {
-      if (vary.length) headers.vary = vary.join(', ')
-      headers['access-control-expose-headers'] = EXPOSED_HEADERS
+      if (vary.length) headers.Vary = vary.join(', ')
+      headers['Access-Control-Expose-Headers'] = EXPOSED_HEADERS
       return headers
     }
     vary.push('Access-Control-Request-Headers')
-    headers.vary = vary.join(', ')
-    headers['access-control-allow-methods'] = ALLOWED_METHODS
-    headers['access-control-max-age'] = PREFLIGHT_MAX_AGE_SECONDS
+    headers.Vary = vary.join(', ')
+    headers['Access-Control-Allow-Methods'] = ALLOWED_METHODS
+    headers['Access-Control-Max-Age'] = PREFLIGHT_MAX_AGE_SECONDS
     const requested = request.headers.get('access-control-request-headers')?.trim()
     if (requested && HEADER_NAME_LIST.test(requested)) {
-      headers['access-control-allow-headers'] = requested.toLowerCase().split(/\s*,\s*/).join(', ')
+      headers['Access-Control-Allow-Headers'] = requested.toLowerCase().split(/\s*,\s*/).join(', ')
     }
     return headers
   }

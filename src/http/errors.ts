@@ -18,7 +18,7 @@ export class HttpError extends Error {
 export const notFound = () => new HttpError(404, 'Not found.')
 export const contentTypeNotFound = () => new HttpError(404, 'Content type not found.')
 export const taxonomyNotFound = () => new HttpError(404, 'Taxonomy not found.')
-export const methodNotAllowed = (allow: string) => new HttpError(405, 'Method not allowed.', { allow })
+export const methodNotAllowed = (allow: string) => new HttpError(405, 'Method not allowed.', { Allow: allow })
 export const badParameter = (name: string) => new HttpError(400, `The ${name} parameter must be a positive integer.`)
 export const badRequest = (message: string) => new HttpError(400, message)
 export const INTERNAL_ERROR = 'Internal server error.'
@@ -34,5 +34,5 @@ const RETRY_AFTER_SECONDS: Record<UnavailableReason, number> = { lost: 1, timeou
  */
 export function serviceUnavailable(failure?: DatabaseUnavailableError): HttpError {
   const seconds = failure === undefined ? 5 : failure.needsOperator ? 60 : RETRY_AFTER_SECONDS[failure.reason]
-  return new HttpError(503, 'Service unavailable.', { 'retry-after': String(seconds) })
+  return new HttpError(503, 'Service unavailable.', { 'Retry-After': String(seconds) })
 }

@@ -1,9 +1,11 @@
+import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import type { AppDependencies } from '../app'
+import type { AppDependencies } from '../app-dependencies'
 import { withDeadline, type Sql } from '../db/connect'
 import { pendingMigrations } from '../db/migrate'
 import type { Logger } from '../log'
 import { jsonResponse } from './json-response'
+import { EVERY_ANSWER, errorResponse, headers, json, ref, type OpenApiDeclaration } from './openapi-declarations'
 
 type Readiness = { state: 'ready' } | { state: 'not migrated'; pending: string[] } | { state: 'unreachable'; error: unknown }
 
@@ -26,7 +28,7 @@ export function healthRoutes({ sql, config, log, replicas }: Pick<AppDependencie
       if (readiness.state === 'ready') return jsonResponse(replicas ? { status: 'ready', replicas: replicas.status } : { status: 'ready' })
       // Answered here, not thrown: the error handler would log every probe as a failure.
       set.status = 503
-      set.headers['retry-after'] = readiness.state === 'not migrated' ? '30' : '2'
+      set.headers['Retry-After'] = readiness.state === 'not migrated' ? '30' : '2'
       const error = readiness.state === 'not migrated' ? 'The database schema is not migrated: run `bun run migrate`.' : 'The database is not reachable.'
       return jsonResponse({ error }, 503)
     })
@@ -52,5 +54,57 @@ function readinessReporter(log: Logger): (readiness: Readiness) => void {
     if (readiness.state === 'ready') log.info('ready: the database answers and its schema is migrated')
     else if (readiness.state === 'not migrated') log.warn('not ready: the database schema is not migrated: run `bun run migrate`', { pending: readiness.pending })
     else log.warn('not ready: the database is not reachable', { error: readiness.error })
+  }
+}
+
+/**
+ * The probes in the OpenAPI document. Change it with `healthRoutes` above.
+ * @example healthOpenApi().paths['/readyz']
+ */
+export function healthOpenApi(): OpenApiDeclaration {
+  return {
+    schemas: {
+      Status: Type.Object({ status: Type.String() }, { additionalProperties: false }),
+      Readiness: Type.Object(
+        {
+          status: Type.Literal('ready'),
+          replicas: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  name: Type.String({ description: 'host:port/database of a URL of DATABASE_READ_URLS.', examples: ['replica-1:5432/cms'] }),
+                  serving: Type.Boolean({ description: 'In the rotation: content reads may go to it (C50).' }),
+                  reason: Type.Optional(Type.String({ description: 'Why it does not serve: it failed, lags more than REPLICA_MAX_LAG_MS, or is not a standby.' })),
+                },
+                { additionalProperties: false },
+              ),
+              { description: 'Only with DATABASE_READ_URLS: each replica and whether it serves (C50).' },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    paths: {
+      '/healthz': {
+        get: {
+          operationId: 'checkLiveness',
+          tags: ['operations'],
+          summary: 'Liveness: the process answers',
+          responses: { '200': { description: 'The process runs.', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Status'), { example: { status: 'ok' } }) } },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'checkReadiness',
+          tags: ['operations'],
+          summary: 'Readiness: the database answers and is migrated',
+          responses: {
+            '200': { description: 'Ready to serve (replicas out of the rotation or not, C50).', headers: headers(...EVERY_ANSWER), ...json(ref('schemas', 'Readiness'), { example: { status: 'ready' } }) },
+            '503': errorResponse('The database cannot be reached, or has pending migrations.', ['The database is not reachable.'], [...EVERY_ANSWER, 'Retry-After']),
+          },
+        },
+      },
+    },
   }
 }

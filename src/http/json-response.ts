@@ -8,5 +8,5 @@ export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
  * @example return jsonResponse<ShowBody>({ data: item })
  */
 export function jsonResponse<Body>(body: Body, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': JSON_CONTENT_TYPE } })
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': JSON_CONTENT_TYPE } })
 }

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Logger } from '../log'
-import { JSON_CONTENT_TYPE } from './json-response'
+import { JSON_CONTENT_TYPE, jsonResponse } from './json-response'
 import { DatabaseUnavailableError } from '../db/read'
 import { HttpError, INTERNAL_ERROR, notFound, serviceUnavailable } from './errors'
 
@@ -22,34 +22,36 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
   return new Elysia({ name: 'request-policy' })
     .onRequest(({ request, set }) => {
       startedAt.set(request, performance.now())
-      set.headers['x-request-id'] = requestIdOf(request)
-      set.headers['x-content-type-options'] = 'nosniff'
+      set.headers['X-Request-Id'] = requestIdOf(request)
+      set.headers['X-Content-Type-Options'] = 'nosniff'
       // C4: JSON unless a route answers otherwise (the documentation pages).
-      set.headers['content-type'] = JSON_CONTENT_TYPE
+      set.headers['Content-Type'] = JSON_CONTENT_TYPE
     })
     .onError({ as: 'global' }, ({ code, error, set, request }) => {
       const failure = toHttpError(code, error)
       if (failure.status >= 500) {
-        const fields = { requestId: set.headers['x-request-id'], method: request.method, path: requestTarget(request.url).path }
+        const fields = { requestId: set.headers['X-Request-Id'], method: request.method, path: requestTarget(request.url).path }
         if (error instanceof DatabaseUnavailableError) logUnavailable(log, error, fields)
         else log.error('request failed', { ...fields, error })
       }
       set.status = failure.status
-      Object.assign(set.headers, failure.headers, { 'content-type': JSON_CONTENT_TYPE })
+      Object.assign(set.headers, failure.headers, { 'Content-Type': JSON_CONTENT_TYPE })
       // C33: a fault is never kept by any cache; a bad request is the same for everyone.
-      if (failure.status >= 500) set.headers['cache-control'] = 'no-store'
-      else if (failure.status === 400 || failure.status === 405) set.headers['cache-control'] = `public, max-age=${cacheMaxAge}`
-      return { error: failure.message }
+      if (failure.status >= 500) set.headers['Cache-Control'] = 'no-store'
+      else if (failure.status === 400 || failure.status === 405) set.headers['Cache-Control'] = `public, max-age=${cacheMaxAge}`
+      // A response, not a plain object: for an object the framework would add its own lower-case
+      // `content-type` beside ours, and send both (see src/http/response-headers.ts).
+      return jsonResponse({ error: failure.message }, failure.status)
     })
     .onAfterResponse({ as: 'global' }, ({ request, set }) => {
       // This runs after the response, outside any handler: whatever throws here would end the process.
-      logRequest(log, request, set.headers['x-request-id'], typeof set.status === 'number' ? set.status : 200, startedAt.get(request))
+      logRequest(log, request, set.headers['X-Request-Id'], typeof set.status === 'number' ? set.status : 200, startedAt.get(request))
     })
 }
 
 /**
  * C29: the request's id: the incoming `X-Request-Id` when it is short and plain, else a new UUID.
- * @example requestIdOf(new Request('http://localhost/', { headers: { 'x-request-id': 'abc' } })) // 'abc'
+ * @example requestIdOf(new Request('http://localhost/', { headers: { 'X-Request-Id': 'abc' } })) // 'abc'
  */
 export function requestIdOf(request: Request): string {
   const incoming = request.headers.get('x-request-id')

@@ -1,3 +1,17 @@
+/*
+ * Header names we send are written Title-Case, as the RFCs and the contract
+ * spell them (`Cache-Control`, `ETag`, `X-Request-Id`, `Surrogate-Key`,
+ * `Access-Control-Allow-Origin`), wherever a response's headers are put
+ * together: these names, a `Response`'s headers, the framework's
+ * `set.headers`, an HttpError's. Bun sends a name as written (it spells only
+ * the ones it knows itself), so one spelling in the code is one on the wire.
+ * In `set.headers`, a plain record, two spellings of a name would be sent as
+ * two headers: that is why every answer there is a `Response` (the framework
+ * adds its own lower-case `content-type` to a plain object's). Names we read,
+ * `request.headers.get('if-none-match')`, are case-insensitive and written
+ * lower-case.
+ */
+
 /** The methods every API path answers (C3): a 405's `Allow`, and what CORS allows. */
 export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS'
 

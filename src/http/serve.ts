@@ -87,10 +87,10 @@ function edgeError(status: number, message: string): Response {
   return new Response(JSON.stringify({ error: message }), {
     status,
     headers: {
-      'content-type': JSON_CONTENT_TYPE,
-      'x-content-type-options': 'nosniff',
-      'x-request-id': crypto.randomUUID(),
-      connection: 'close',
+      'Content-Type': JSON_CONTENT_TYPE,
+      'X-Content-Type-Options': 'nosniff',
+      'X-Request-Id': crypto.randomUUID(),
+      Connection: 'close',
     },
   })
 }

@@ -46,7 +46,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1/C2: the list page shows drafts and scheduled entries',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/statement-fragments.ts',
         find: "return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at <= now()`",
         replace: "return sql`e.content_type_id = (select id from content_type) and e.published_at <= now()`",
       },
@@ -58,7 +58,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1/C18: meta.total counts embargoed entries (the kept counts are summed past now())',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/list-statement.ts',
         find: '            and d.live_from <= now()\n        ) as dated,',
         replace: '        ) as dated,',
       },
@@ -70,7 +70,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1/C2: a hidden entry is found by its slug in the selected language',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/entry-statement.ts',
         find: '              and ${isLive(sql)}\n            order by e.id\n            limit 1\n          )\n          union all',
         replace: '            order by e.id\n            limit 1\n          )\n          union all',
       },
@@ -82,7 +82,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1/C2: a hidden entry is found through its default-language slug (C19 fallback)',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/entry-statement.ts',
         find: '              and ${isLive(sql)}\n              and not exists (',
         replace: '              and not exists (',
       },
@@ -94,7 +94,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1: an entry published with a future date is live at once (embargo ignored)',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/statement-fragments.ts',
         find: "e.status = 'published' and (e.published_at is null or e.published_at <= now())",
         replace: "e.status = 'published'",
       },
@@ -106,7 +106,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1: drafts and scheduled entries with a past date are live',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/statement-fragments.ts',
         find: "e.status = 'published' and (e.published_at is null or e.published_at <= now())",
         replace: '(e.published_at is null or e.published_at <= now())',
       },
@@ -120,7 +120,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C19: among fallback matches the highest id wins',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/entry-statement.ts',
         find: '              )\n            order by e.id\n            limit 1\n          )\n        ) candidates',
         replace: '              )\n            order by e.id desc\n            limit 1\n          )\n        ) candidates',
       },
@@ -132,7 +132,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C19: among matches in the selected language the highest id wins',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/entry-statement.ts',
         find: '            order by e.id\n            limit 1\n          )\n          union all',
         replace: '            order by e.id desc\n            limit 1\n          )\n          union all',
       },
@@ -144,7 +144,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C19: an entry written in the selected language is also found by its default-language slug',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/entry-statement.ts',
         find: '\n              and not exists (\n                select 1\n                from entry_translations selected_translation\n                where selected_translation.entry_id = e.id\n                  and selected_translation.language_code = (select selected from language)\n              )',
         replace: '',
       },
@@ -154,7 +154,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'fallback-preferred',
     regression: 'C19: a default-language fallback beats a match in the selected language',
-    edits: [{ file: 'src/content/queries.ts', find: '      order by preference\n', replace: '      order by preference desc\n' }],
+    edits: [{ file: 'src/content/entry-statement.ts', find: '      order by preference\n', replace: '      order by preference desc\n' }],
     tests: CONTENT,
   },
   {
@@ -162,7 +162,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C14: items show the default-language translation although one in the selected language exists',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/statement-fragments.ts',
         find: 'order by t.language_code = (select selected from language) desc',
         replace: 'order by t.language_code = (select selected from language) asc',
       },
@@ -174,7 +174,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C14: with a callback registered, items show the default-language translation',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/statement-fragments.ts',
         find: 'model.translations.find((t) => t.language_code === languages.selected) ??\n    ',
         replace: '',
       },
@@ -188,7 +188,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C1/C2: the list page shows embargoed entries (the dated range starts above now())',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/statement-fragments.ts',
         find: "return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at <= now()`",
         replace: "return sql`e.content_type_id = (select id from content_type) and e.status = 'published' and e.published_at is not null`",
       },
@@ -200,7 +200,7 @@ export const MUTANTS: Mutant[] = [
     regression: 'C11: a page by number that starts among the undated entries skips as many of them as the whole offset',
     edits: [
       {
-        file: 'src/content/queries.ts',
+        file: 'src/content/list-pages.ts',
         find: 'sql`greatest(${offset}::int8 - (select dated from live_counts), 0)`',
         replace: 'sql`${offset}::int8`',
       },
@@ -210,13 +210,13 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'cursor-repeats',
     regression: 'C39: a cursor page starts with the last entry of the page before (<= instead of <)',
-    edits: [{ file: 'src/content/queries.ts', find: '(e.published_at, e.id) < (', replace: '(e.published_at, e.id) <= (' }],
+    edits: [{ file: 'src/content/list-pages.ts', find: '(e.published_at, e.id) < (', replace: '(e.published_at, e.id) <= (' }],
     tests: [CURSOR],
   },
   {
     id: 'cursor-undated-repeats',
     regression: 'C39: among undated entries, a cursor page starts with the last entry of the page before',
-    edits: [{ file: 'src/content/queries.ts', find: 'and e.id < ${after.id}', replace: 'and e.id <= ${after.id}' }],
+    edits: [{ file: 'src/content/list-pages.ts', find: 'and e.id < ${after.id}', replace: 'and e.id <= ${after.id}' }],
     tests: [CURSOR],
   },
   {
@@ -395,13 +395,13 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'search-live',
     regression: 'C42/C2: search finds drafts and embargoed entries',
-    edits: [{ file: 'src/content/filtered-queries.ts', find: '          and ${isLive(sql)}\n        offset 0', replace: '        offset 0' }],
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: '          and ${isLive(sql)}\n        offset 0', replace: '        offset 0' }],
     tests: FILTERS,
   },
   {
     id: 'term-walk-filter',
     regression: 'C40: a page of one term walks the type without checking the term',
-    edits: [{ file: 'src/content/filtered-queries.ts', find: 'sql`and (select walk from strategy) ${passes(sql, filters)}`', replace: 'sql`and (select walk from strategy)`' }],
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'sql`and (select walk from strategy) ${passes(sql, filters)}`', replace: 'sql`and (select walk from strategy)`' }],
     tests: FILTERS,
   },
   {
@@ -420,7 +420,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'lane-search-cheap',
     regression: 'C47: searches run outside the heavy lane and can take every connection',
-    edits: [{ file: 'src/content/queries.ts', find: "return shape === 'search' || shape === 'match'", replace: "return shape === 'match'" }],
+    edits: [{ file: 'src/content/list-statement.ts', find: "return shape === 'search' || shape === 'match'", replace: "return shape === 'match'" }],
     tests: [LANES],
   },
   {
@@ -470,25 +470,25 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'alternates-null-slugs',
     regression: 'C45: alternates list translations without a slug (language with slug null)',
-    edits: [{ file: 'src/content/queries.ts', find: '      where t.entry_id = e.id\n        and t.slug is not null\n', replace: '      where t.entry_id = e.id\n' }],
+    edits: [{ file: 'src/content/statement-fragments.ts', find: '      where t.entry_id = e.id\n        and t.slug is not null\n', replace: '      where t.entry_id = e.id\n' }],
     tests: FIELDS,
   },
   {
     id: 'alternates-other-entries',
     regression: "C45/C2: alternates hold every entry's translations (hidden entries' slugs leak), not the item's own",
-    edits: [{ file: 'src/content/queries.ts', find: '      where t.entry_id = e.id\n        and t.slug is not null\n', replace: '      where t.slug is not null\n' }],
+    edits: [{ file: 'src/content/statement-fragments.ts', find: '      where t.entry_id = e.id\n        and t.slug is not null\n', replace: '      where t.slug is not null\n' }],
     tests: FIELDS,
   },
   {
     id: 'alternates-without-selected',
     regression: 'C45: alternates leave out the selected language',
-    edits: [{ file: 'src/content/queries.ts', find: '        and t.slug is not null\n', replace: '        and t.slug is not null\n        and t.language_code <> (select selected from language)\n' }],
+    edits: [{ file: 'src/content/statement-fragments.ts', find: '        and t.slug is not null\n', replace: '        and t.slug is not null\n        and t.language_code <> (select selected from language)\n' }],
     tests: FIELDS,
   },
   {
     id: 'alternates-order',
     regression: 'C45: alternates are not ordered by language code',
-    edits: [{ file: 'src/content/queries.ts', find: 'order by t.language_code collate "C"', replace: 'order by t.language_code desc' }],
+    edits: [{ file: 'src/content/statement-fragments.ts', find: 'order by t.language_code collate "C"', replace: 'order by t.language_code desc' }],
     tests: FIELDS,
   },
   {

@@ -1,12 +1,20 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
-import { runRead } from '../db/read'
 import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
-import { filteredListStatement, isFiltered, shapeOf } from './filtered-queries'
-import type { ListFilters } from './parameters'
+
+/*
+ * The fragments every statement of the content API shares (the list, the
+ * entry, sync, discovery, the event stream): the live condition (C1), the
+ * type and language in effect, the result's header, and each entry's item
+ * JSON with the row types the statements return. Statements compose them as
+ * nested `sql` fragments; none of them is sent alone.
+ */
 
 /** setTimeout's longest delay: no deadline to speak of. */
-const NO_DEADLINE = 2 ** 31 - 1
+export const NO_DEADLINE = 2 ** 31 - 1
+
+/** Above every id: a place after which every entry of its time comes. */
+export const MAX_ID = '9223372036854775807'
 
 /** One entry as the statements below return it, before mapping (see map-item.ts). */
 export interface EntryRow {
@@ -47,327 +55,12 @@ export interface Languages {
   default: string | null
 }
 
-export interface EntryPage {
-  /** False when `{type}` names no content type (C5). */
-  typeExists: boolean
-  /** The content type's id, null when it does not exist. */
-  typeId: number | null
-  /** Seconds until the type's next go-live (an embargoed entry's publication time, C1), null when none is ahead. */
-  goLiveInSeconds: number | null
-  languages: Languages
-  /** Live entries of the type, in every language (C18). */
-  total: number
-  rows: EntryRow[]
-  /** More live entries follow the page's last one (C39). */
-  hasMore: boolean
-}
-
-export interface EntryMatch {
-  typeExists: boolean
-  typeId: number | null
-  goLiveInSeconds: number | null
-  languages: Languages
-  row: EntryRow | null
-}
-
 /** What each row holds beyond the lean item: the entry's model (C25), its alternates (C45). */
 export interface RowContents {
   /** Also load each entry's full model for the filter hook (C25). */
   withModel?: boolean
   /** Also load each entry's alternates (C45); without them, the statement is the same as before they existed. */
   alternates?: boolean
-}
-
-export interface ListOptions extends RowContents {
-  /** Give up (503) and cancel the statement after this long (C22); a lost connection is retried once within it. */
-  timeoutMs?: number
-  type: string
-  lang: string | undefined
-  limit: number
-  /** Where the page starts: after this many live entries, or right after this entry's place in list order (C39). */
-  start: { offset: number } | { after: ListPosition }
-  /** Count the type's live entries one by one instead of reading the kept counts (they drifted: see sql/live-entry-counts.md). */
-  countByScan?: boolean
-  /** C40–C43: only the live entries that pass these. */
-  filters?: ListFilters
-}
-
-/** An entry's place in list order (C11): its publication time, exact to the microsecond, and its id. */
-export interface ListPosition {
-  /** The publication time in Unix seconds (`-Infinity` for '-infinity') and microseconds; null for an undated entry. */
-  publishedAt: { seconds: number; microseconds: number } | null
-  id: number
-  /** A walk of search results by relevance (C42): the entry's rank, as PostgreSQL wrote the `real`. */
-  rank?: string
-}
-
-export interface FindOptions extends RowContents {
-  timeoutMs?: number
-  type: string
-  lang: string | undefined
-  /** null matches no entry. */
-  slug: string | null
-}
-
-/**
- * The list endpoint in one statement: the content type, the language in
- * effect, the count of live entries (C18) and one page of them in list order
- * (C11), each with its translation, author, image variants and terms, and
- * whether a live entry follows the page (one more is selected, not built).
- * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
- */
-export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await runRead(sql, (db) => listStatement(db, options), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options), answerType: typeOfResult })
-  const languages = languagesOf(result)
-  return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
-}
-
-/** From this many live entries deep, a page by number reads what it skips: its cost grows with the data (C47). */
-export const DEEP_OFFSET = 1000
-
-/**
- * C47: whether a list statement's cost grows with the data, so that it runs in
- * the pool's heavy lane (src/db/lanes.ts): a page by number from DEEP_OFFSET
- * on (a cursor page never: it starts at its place), a search and several
- * filters at once (the cost of their matches), and any list of a type whose
- * kept counts drifted (counted one by one). One term and an author read index
- * ranges: cheap at any size, deep pages aside.
- * @example isHeavyList({ type: 'post', lang: undefined, limit: 20, start: { offset: 20_000 } }) // true
- */
-export function isHeavyList(options: Pick<ListOptions, 'start' | 'countByScan' | 'filters'>): boolean {
-  const { start, countByScan = false, filters } = options
-  if (countByScan || ('offset' in start && start.offset >= DEEP_OFFSET)) return true
-  if (!isFiltered(filters)) return false
-  const shape = shapeOf(filters)
-  return shape === 'search' || shape === 'match'
-}
-
-/**
- * The statement of `listLiveEntries`, not yet sent (the benchmark explains it).
- *
- * Live entries (C1) of a type are two ranges of the index entries_published_list:
- * dated ones from now() down, then undated ones (they sort last, C11). Each range
- * is read from its start, so embargoed entries are never visited. The kept counts
- * (sql/live-entry-counts.md) say how many live entries each range holds: the total
- * (C18), and where a page by offset starts in the undated range.
- */
-export function listStatement(sql: Sql, options: ListOptions): PendingQuery<ResultRow[]> {
-  const { type, lang, limit, start, countByScan = false, filters } = options
-  if (isFiltered(filters)) return filteredListStatement(sql, { ...options, filters })
-  const rows = limit + 1
-  return sql<ResultRow[]>`
-    with ${commonTables(sql, type, lang)},
-    ${liveCounts(sql, countByScan)},
-    ${'offset' in start ? pageByOffset(sql, rows, start.offset) : pageAfter(sql, rows, start.after)},
-    selected_entries as (
-      select *
-      from dated_page
-      union all
-      select *
-      from undated_page
-    ),
-    page_entries as (
-      select *
-      from selected_entries e
-      order by ${listOrder(sql)}
-      limit ${limit}::int8
-    )
-    select
-      ${resultHeader(sql)},
-      (select dated + undated from live_counts) as total,
-      (select count(*) from selected_entries) > ${limit}::int8 as has_more,
-      ${entryRows(sql, options)} as rows
-  `
-}
-
-/**
- * A publication time from whole seconds and microseconds, exact: a float8 holds
- * whole seconds exactly and to_timestamp multiplies them by 10^6 without loss
- * up to about the year 20 000 (the product stays below 2^53 × 64), far past any
- * time a live entry can have (C1: not after now()).
- */
-export function positionTime(sql: Sql, time: { seconds: number; microseconds: number }): PendingQuery<Row[]> {
-  return sql`(to_timestamp(${time.seconds}::float8) + ${time.microseconds}::int8 * interval '1 microsecond')`
-}
-
-/** The type's live entries, dated and undated: read from the kept counts, or counted one by one. */
-function liveCounts(sql: Sql, countByScan: boolean): PendingQuery<Row[]> {
-  if (countByScan) {
-    return sql`
-      live_counts as (
-        select
-          (
-            select count(*)
-            from entries e
-            where ${isDatedLive(sql)}
-          ) as dated,
-          (
-            select count(*)
-            from entries e
-            where ${isUndatedLive(sql)}
-          ) as undated
-      )
-    `
-  }
-  return sql`
-    live_counts as (
-      select
-        (
-          select coalesce(sum(d.delta), 0)::int8
-          from live_entry_count_deltas d
-          where d.content_type_id = (select id from content_type)
-            and d.live_from <= now()
-        ) as dated,
-        (
-          select coalesce(sum(d.delta), 0)::int8
-          from live_entry_count_deltas d
-          where d.content_type_id = (select id from content_type)
-            and d.live_from is null
-        ) as undated
-    )
-  `
-}
-
-/**
- * A page by offset: from the dated range while the offset falls in it, then
- * from the undated range. An offset past the dated range skips it without
- * reading it (LIMIT 0).
- */
-export function pageByOffset(sql: Sql, rows: number, offset: number, filter: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
-  return sql`
-    dated_page as (
-      select e.*
-      from entries e
-      where ${isDatedLive(sql)} ${filter}
-      order by ${listOrder(sql)}
-      limit case when ${offset}::int8 < (select dated from live_counts) then ${rows}::int8 else 0 end
-      offset ${offset}::int8
-    ),
-    ${undatedRest(sql, rows, sql`greatest(${offset}::int8 - (select dated from live_counts), 0)`, filter)}
-  `
-}
-
-/** The undated range, after `skip` of its entries, for what dated_page left of the page. */
-function undatedRest(sql: Sql, rows: number, skip: PendingQuery<Row[]>, filter: PendingQuery<Row[]>): PendingQuery<Row[]> {
-  return sql`
-    undated_page as (
-      select e.*
-      from entries e
-      where ${isUndatedLive(sql)} ${filter}
-      order by ${listOrder(sql)}
-      -- No live undated entry (of the filter): the range is not read at all.
-      limit case when (select undated from live_counts) > 0 then ${rows}::int8 - (select count(*) from dated_page) else 0 end
-      offset ${skip}
-    )
-  `
-}
-
-/** Above every id: a place after which every entry of its time comes. */
-export const MAX_ID = '9223372036854775807'
-
-/**
- * C39: a page that continues right after a place in list order, at the same
- * cost at any depth. A place in the future (a cursor made up, or one whose
- * time the clock has not reached) starts at now(): the index range never
- * walks embargoed entries, whose number and times would show in its cost (C2).
- */
-export function pageAfter(sql: Sql, rows: number, after: ListPosition, filter: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
-  if (after.publishedAt === null) {
-    return sql`
-      dated_page as (
-        select e.*
-        from entries e
-        where false
-      ),
-      undated_page as (
-        select e.*
-        from entries e
-        where ${isUndatedLive(sql)} ${filter}
-          and e.id < ${after.id}
-        order by ${listOrder(sql)}
-        limit ${rows}::int8
-      )
-    `
-  }
-  return sql`
-    dated_page as (
-      select e.*
-      from entries e
-      where ${isDatedLive(sql)} ${filter}
-        and (e.published_at, e.id) < (
-          least(${positionTime(sql, after.publishedAt)}, now()),
-          case when ${positionTime(sql, after.publishedAt)} > now() then ${MAX_ID}::int8 else ${after.id}::int8 end
-        )
-      order by ${listOrder(sql)}
-      limit ${rows}::int8
-    ),
-    ${undatedRest(sql, rows, sql`0`, filter)}
-  `
-}
-
-/**
- * The single-entry endpoint in one statement (C19): the live entry of the type
- * whose translation in the selected language has this slug; failing that, one
- * with no translation in that language whose default-language slug matches.
- * The lowest id wins a tie.
- * @example await findLiveEntryBySlug(sql, { type: 'page', lang: undefined, slug: 'about-us' })
- */
-export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
-  const [result] = await runRead(sql, (db) => findStatement(db, options), options.timeoutMs ?? NO_DEADLINE, { answerType: typeOfResult })
-  const languages = languagesOf(result)
-  return { ...headerOf(result), languages, row: result.rows[0] ? completeRow(result.rows[0], languages) : null }
-}
-
-/** The statement of `findLiveEntryBySlug`, not yet sent. */
-export function findStatement(sql: Sql, options: FindOptions): PendingQuery<ResultRow[]> {
-  const { type, lang, slug } = options
-  return sql<ResultRow[]>`
-    with ${commonTables(sql, type, lang)},
-    page_entries as (
-      select e.*
-      from entries e
-      where e.id = (
-        select id
-        from (
-          (
-            select e.id, 0 as preference
-            from entry_translations t
-            join entries e on e.id = t.entry_id
-            where t.language_code = (select selected from language)
-              and t.slug = ${slug}
-              and e.content_type_id = (select id from content_type)
-              and ${isLive(sql)}
-            order by e.id
-            limit 1
-          )
-          union all
-          (
-            select e.id, 1 as preference
-            from entry_translations t
-            join entries e on e.id = t.entry_id
-            where t.language_code = (select fallback from language)
-              and t.slug = ${slug}
-              and e.content_type_id = (select id from content_type)
-              and ${isLive(sql)}
-              and not exists (
-                select 1
-                from entry_translations selected_translation
-                where selected_translation.entry_id = e.id
-                  and selected_translation.language_code = (select selected from language)
-              )
-            order by e.id
-            limit 1
-          )
-        ) candidates
-        order by preference
-        limit 1
-      )
-    )
-    select
-      ${resultHeader(sql)},
-      0 as total,
-      ${entryRows(sql, options)} as rows
-  `
 }
 
 export interface ResultRow extends Row {
@@ -387,7 +80,7 @@ export function headerOf(result: ResultRow): { typeExists: boolean; typeId: numb
 }
 
 /** C50: the content type a list or entry answer is read for (null: the type does not exist). */
-function typeOfResult(rows: readonly ResultRow[]): number | null {
+export function typeOfResult(rows: readonly ResultRow[]): number | null {
   return rows[0]?.type_id ?? null
 }
 

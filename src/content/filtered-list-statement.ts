@@ -1,21 +1,9 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { isMatchable, type ListFilters } from './parameters'
-import {
-  commonTables,
-  entryRows,
-  isLive,
-  isDatedLive,
-  isUndatedLive,
-  listOrder,
-  pageAfter,
-  pageByOffset,
-  positionTime,
-  resultHeader,
-  type ListOptions,
-  type ListPosition,
-  type ResultRow,
-} from './queries'
+import type { ListPosition } from './cursor'
+import { pageAfter, pageByOffset, positionTime, type ListOptions } from './list-pages'
+import { commonTables, entryRows, isLive, isDatedLive, isUndatedLive, listOrder, resultHeader, type ResultRow } from './statement-fragments'
 
 /**
  * Which way a filtered list is read (C40–C43), from what the request holds;

@@ -1,0 +1,130 @@
+import type { PendingQuery, Row } from 'postgres'
+import type { Sql } from '../db/connect'
+import { runRead } from '../db/read'
+import { filteredListStatement, isFiltered, shapeOf } from './filtered-list-statement'
+import { pageAfter, pageByOffset, type ListOptions } from './list-pages'
+import { commonTables, completeRow, entryRows, headerOf, isDatedLive, isUndatedLive, languagesOf, listOrder, NO_DEADLINE, resultHeader, typeOfResult, type EntryRow, type Languages, type ResultRow } from './statement-fragments'
+
+export interface EntryPage {
+  /** False when `{type}` names no content type (C5). */
+  typeExists: boolean
+  /** The content type's id, null when it does not exist. */
+  typeId: number | null
+  /** Seconds until the type's next go-live (an embargoed entry's publication time, C1), null when none is ahead. */
+  goLiveInSeconds: number | null
+  languages: Languages
+  /** Live entries of the type, in every language (C18). */
+  total: number
+  rows: EntryRow[]
+  /** More live entries follow the page's last one (C39). */
+  hasMore: boolean
+}
+
+/**
+ * The list endpoint in one statement: the content type, the language in
+ * effect, the count of live entries (C18) and one page of them in list order
+ * (C11), each with its translation, author, image variants and terms, and
+ * whether a live entry follows the page (one more is selected, not built).
+ * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
+ */
+export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
+  const [result] = await runRead(sql, (db) => listStatement(db, options), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options), answerType: typeOfResult })
+  const languages = languagesOf(result)
+  return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
+}
+
+/** From this many live entries deep, a page by number reads what it skips: its cost grows with the data (C47). */
+export const DEEP_OFFSET = 1000
+
+/**
+ * C47: whether a list statement's cost grows with the data, so that it runs in
+ * the pool's heavy lane (src/db/lanes.ts): a page by number from DEEP_OFFSET
+ * on (a cursor page never: it starts at its place), a search and several
+ * filters at once (the cost of their matches), and any list of a type whose
+ * kept counts drifted (counted one by one). One term and an author read index
+ * ranges: cheap at any size, deep pages aside.
+ * @example isHeavyList({ type: 'post', lang: undefined, limit: 20, start: { offset: 20_000 } }) // true
+ */
+export function isHeavyList(options: Pick<ListOptions, 'start' | 'countByScan' | 'filters'>): boolean {
+  const { start, countByScan = false, filters } = options
+  if (countByScan || ('offset' in start && start.offset >= DEEP_OFFSET)) return true
+  if (!isFiltered(filters)) return false
+  const shape = shapeOf(filters)
+  return shape === 'search' || shape === 'match'
+}
+
+/**
+ * The statement of `listLiveEntries`, not yet sent (the benchmark explains it).
+ *
+ * Live entries (C1) of a type are two ranges of the index entries_published_list:
+ * dated ones from now() down, then undated ones (they sort last, C11). Each range
+ * is read from its start, so embargoed entries are never visited. The kept counts
+ * (sql/live-entry-counts.md) say how many live entries each range holds: the total
+ * (C18), and where a page by offset starts in the undated range.
+ */
+export function listStatement(sql: Sql, options: ListOptions): PendingQuery<ResultRow[]> {
+  const { type, lang, limit, start, countByScan = false, filters } = options
+  if (isFiltered(filters)) return filteredListStatement(sql, { ...options, filters })
+  const rows = limit + 1
+  return sql<ResultRow[]>`
+    with ${commonTables(sql, type, lang)},
+    ${liveCounts(sql, countByScan)},
+    ${'offset' in start ? pageByOffset(sql, rows, start.offset) : pageAfter(sql, rows, start.after)},
+    selected_entries as (
+      select *
+      from dated_page
+      union all
+      select *
+      from undated_page
+    ),
+    page_entries as (
+      select *
+      from selected_entries e
+      order by ${listOrder(sql)}
+      limit ${limit}::int8
+    )
+    select
+      ${resultHeader(sql)},
+      (select dated + undated from live_counts) as total,
+      (select count(*) from selected_entries) > ${limit}::int8 as has_more,
+      ${entryRows(sql, options)} as rows
+  `
+}
+
+/** The type's live entries, dated and undated: read from the kept counts, or counted one by one. */
+function liveCounts(sql: Sql, countByScan: boolean): PendingQuery<Row[]> {
+  if (countByScan) {
+    return sql`
+      live_counts as (
+        select
+          (
+            select count(*)
+            from entries e
+            where ${isDatedLive(sql)}
+          ) as dated,
+          (
+            select count(*)
+            from entries e
+            where ${isUndatedLive(sql)}
+          ) as undated
+      )
+    `
+  }
+  return sql`
+    live_counts as (
+      select
+        (
+          select coalesce(sum(d.delta), 0)::int8
+          from live_entry_count_deltas d
+          where d.content_type_id = (select id from content_type)
+            and d.live_from <= now()
+        ) as dated,
+        (
+          select coalesce(sum(d.delta), 0)::int8
+          from live_entry_count_deltas d
+          where d.content_type_id = (select id from content_type)
+            and d.live_from is null
+        ) as undated
+    )
+  `
+}
