@@ -17,6 +17,8 @@ import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
 import { FilterRegistry } from './hooks/registry'
+import { ClientQuotas } from './quotas/client-quotas'
+import { describeQuotas } from './quotas/openapi'
 import type { Logger } from './log'
 
 export interface AppDependencies {
@@ -31,6 +33,8 @@ export interface AppDependencies {
   liveCounts?: LiveCountCheck
   /** The event stream's feed (C49); without it, the stream answers 503. */
   events?: EventFeed
+  /** The address of the connection a request came on (C52's client; the server's; none in process, under tests). */
+  peerAddress?: (request: Request) => string | null
   /** Closes the connection a request came on, at once (the server's; none in process, under tests). */
   closeConnection?: (request: Request) => void
   /** DATABASE_READ_URLS (C50): the replicas `sql`'s content reads are routed through; /readyz says which serve. */
@@ -48,13 +52,14 @@ export interface App {
 /**
  * The whole HTTP service, not listening: `main.ts` serves it, tests call `app.handle(request)`.
  * A request whose answer the cache keeps is answered by the cache's slot; all
- * others by the Elysia app (its routes end in the same slot).
+ * others by the Elysia app (its routes end in the same slot). With a quota on
+ * (C52), the client's quotas come before both.
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
 export function createApp(dependencies: AppDependencies): App {
   const { config, filters = new FilterRegistry() } = dependencies
   // Built here, once: from this app's settings and extensions, never from what it served.
-  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia })
+  const document = describeQuotas(buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia }), config)
   const slot = new AnswerSlot(dependencies)
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
@@ -69,6 +74,8 @@ export function createApp(dependencies: AppDependencies): App {
     .use(eventRoutes(dependencies))
     .use(discoveryRoutes(dependencies, slot))
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
-  const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
+  const answer = (request: Request) => slot.answer(request) ?? app.handle(request)
+  const quotas = ClientQuotas.of(config, dependencies.log, dependencies.peerAddress)
+  const fetch = quotas ? quotas.guard(answer) : answer
   return { fetch, handle: async (request) => fetch(request) }
 }
