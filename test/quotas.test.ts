@@ -125,3 +125,168 @@ describe('C52: the token buckets', () => {
     expect(process.memoryUsage().heapUsed - before).toBeLessThan(40 * 1024 * 1024)
   })
 })
+
+describe('C52: quotas over real HTTP', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>
+  /** Listens on every address, IPv4 and IPv6; believes X-Forwarded-For from loopback. */
+  let proxied: RunningService
+  /** Believes no proxy. */
+  let direct: RunningService
+
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    await clearContent(db.sql)
+    for (const word of ['alpha', 'beta', 'gamma', 'delta']) await addEntry(db.sql, { translations: { en: { title: `About ${word}`, slug: word } } })
+    ;[proxied, direct] = await Promise.all([
+      startService({ DATABASE_URL: db.url, PORT: '0', HOST: '::', RATE_LIMIT_REQUESTS: '6', RATE_LIMIT_HEAVY: '2', RATE_LIMIT_WINDOW_S: '600', TRUSTED_PROXIES: '127.0.0.0/8, ::1' }),
+      startService({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_REQUESTS: '2', RATE_LIMIT_WINDOW_S: '2' }),
+    ])
+    // The cache answers once its listener hears the database (a client of its own warms it).
+    await waitFor('the cache to answer', async () => (await get(proxied, '/api/v1/content/post', '192.0.2.250')).headers.get('x-cache') !== 'BYPASS')
+  })
+  afterAll(async () => {
+    await Promise.all([proxied?.stop(), direct?.stop()])
+    await db?.sql.end()
+  })
+
+  const portOf = (service: RunningService) => new URL(service.url).port
+  async function get(service: RunningService, path: string, forwardedFor?: string, init: { host?: string; headers?: Record<string, string>; method?: string } = {}) {
+    const headers: Record<string, string> = { ...init.headers }
+    if (forwardedFor !== undefined) headers['x-forwarded-for'] = forwardedFor
+    const response = await fetch(`http://${init.host ?? '127.0.0.1'}:${portOf(service)}${path}`, { headers, method: init.method })
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, text }
+  }
+  const left = (response: { headers: Headers }) => response.headers.get('ratelimit')
+
+  test('C52: every answer carries the policy and what is left; past the quota, a 429 that costs nothing, is never cached, and says when to come back; another client is unaffected', async () => {
+    const client = '203.0.113.1'
+    const first = await get(proxied, '/api/v1/content/post', client, { headers: { origin: 'https://app.example', 'x-request-id': 'quota-1' } })
+    expect(first.status).toBe(200)
+    expect(first.headers.get('ratelimit-policy')).toBe('"requests";q=6;w=600, "heavy";q=2;w=600')
+    expect(left(first)).toBe('"requests";r=5;t=100, "heavy";r=2;t=0')
+    expect(first.headers.get('access-control-expose-headers')).toContain('RateLimit-Policy, RateLimit')
+    for (let r = 4; r >= 0; r--) expect(left(await get(proxied, `/api/v1/content/post?page=${r + 1}`, client))).toBe(`"requests";r=${r};t=${(6 - r) * 100}`.concat(', "heavy";r=2;t=0'))
+    const refused = await get(proxied, '/api/v1/content/post', client, { headers: { origin: 'https://app.example', 'x-request-id': 'quota-2' } })
+    expect(refused.status).toBe(429)
+    expect(JSON.parse(refused.text)).toEqual({ error: 'Too many requests.' })
+    expect(refused.headers.get('retry-after')).toBe('100')
+    expect(refused.headers.get('cache-control')).toBe('no-store')
+    expect(refused.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    expect(refused.headers.get('x-request-id')).toBe('quota-2')
+    expect(refused.headers.get('access-control-allow-origin')).toBe('*')
+    expect(refused.headers.get('ratelimit-policy')).toBe('"requests";q=6;w=600, "heavy";q=2;w=600')
+    expect(left(refused)).toBe('"requests";r=0;t=600, "heavy";r=2;t=0')
+    // The 429 cost no unit: the next says the same.
+    expect(left(await get(proxied, '/api/v1/content/post', client))).toBe('"requests";r=0;t=600, "heavy";r=2;t=0')
+    const other = await get(proxied, '/api/v1/content/post', '203.0.113.2')
+    expect(other.status).toBe(200)
+    expect(left(other)).toBe('"requests";r=5;t=100, "heavy";r=2;t=0')
+  })
+
+  test('C52: a 304 carries the fields; the ETag and the kept answer are the same for every client', async () => {
+    const first = await get(proxied, '/api/v1/content/post/alpha', '203.0.113.20')
+    const second = await get(proxied, '/api/v1/content/post/alpha', '203.0.113.21', { headers: { 'if-none-match': first.headers.get('etag')! } })
+    expect(second.status).toBe(304)
+    expect(second.headers.get('x-cache')).toBe('HIT')
+    expect(second.headers.get('etag')).toBe(first.headers.get('etag'))
+    expect(left(second)).toBe('"requests";r=5;t=100, "heavy";r=2;t=0')
+    const again = await get(proxied, '/api/v1/content/post/alpha', '203.0.113.20')
+    expect(again.text).toBe(first.text)
+    expect(again.headers.get('etag')).toBe(first.headers.get('etag'))
+    expect(left(again)).toBe('"requests";r=4;t=200, "heavy";r=2;t=0')
+  })
+
+  test('C52: behind a trusted proxy, a forged left-most X-Forwarded-For is never believed; the right-most untrusted address is the client', async () => {
+    const client = '198.51.100.9'
+    for (let i = 0; i < 6; i++) expect((await get(proxied, '/api/v1/content/post', client)).status).toBe(200)
+    expect((await get(proxied, '/api/v1/content/post', client)).status).toBe(429)
+    // Whatever the client writes to the left, our proxy appended its real address.
+    expect((await get(proxied, '/api/v1/content/post', `192.0.2.123, ${client}`)).status).toBe(429)
+    expect((await get(proxied, '/api/v1/content/post', `192.0.2.124, ${client}, 127.0.0.9`)).status).toBe(429)
+    // Over IPv6 to the same service, from a trusted ::1.
+    expect((await get(proxied, '/api/v1/content/post', `192.0.2.125, ${client}`, { host: '[::1]' })).status).toBe(429)
+    const someoneElse = await get(proxied, '/api/v1/content/post', `${client}, 192.0.2.77`)
+    expect(someoneElse.status).toBe(200)
+    expect(left(someoneElse)).toStartWith('"requests";r=5;')
+  })
+
+  test('C52: IPv6 clients count per /64', async () => {
+    for (let i = 0; i < 6; i++) expect((await get(proxied, '/api/v1/content/post', `2001:db8:aa:1::${i + 1}`, { host: '[::1]' })).status).toBe(200)
+    expect((await get(proxied, '/api/v1/content/post', '2001:db8:aa:1:ffff:eeee:dddd:cccc')).status).toBe(429)
+    expect((await get(proxied, '/api/v1/content/post', '[2001:db8:aa:1::99]:4431')).status).toBe(429)
+    expect((await get(proxied, '/api/v1/content/post', '2001:db8:aa:2::1')).status).toBe(200)
+  })
+
+  test('C52: a heavy unit only for a heavy statement that runs: never for an answer from the cache; past the heavy quota, a 429 that costs no request unit', async () => {
+    const client = '192.0.2.50'
+    const search = (word: string) => get(proxied, `/api/v1/content/post?search=${word}`, client)
+    const miss = await search('alpha')
+    expect([miss.status, miss.headers.get('x-cache'), left(miss)]).toEqual([200, 'MISS', '"requests";r=5;t=100, "heavy";r=1;t=300'])
+    const hit = await search('alpha')
+    expect([hit.status, hit.headers.get('x-cache'), left(hit)]).toEqual([200, 'HIT', '"requests";r=4;t=200, "heavy";r=1;t=300'])
+    const second = await search('beta')
+    expect([second.status, second.headers.get('x-cache'), left(second)]).toEqual([200, 'MISS', '"requests";r=3;t=300, "heavy";r=0;t=600'])
+    const refused = await search('gamma')
+    expect([refused.status, refused.headers.get('cache-control'), refused.headers.get('retry-after'), left(refused)]).toEqual([429, 'no-store', '300', '"requests";r=3;t=300, "heavy";r=0;t=600'])
+    expect(JSON.parse(refused.text)).toEqual({ error: 'Too many requests.' })
+    // What the cache keeps is still served; cheap statements still run.
+    const kept = await search('beta')
+    expect([kept.status, kept.headers.get('x-cache'), left(kept)]).toEqual([200, 'HIT', '"requests";r=2;t=400, "heavy";r=0;t=600'])
+    expect((await get(proxied, '/api/v1/content/post/gamma', client)).status).toBe(200)
+    // Another client searches on.
+    expect((await get(proxied, '/api/v1/content/post?search=gamma', '192.0.2.51')).status).toBe(200)
+  })
+
+  test('C52: without TRUSTED_PROXIES the header is ignored; units come back after Retry-After; /healthz and /readyz are never limited', async () => {
+    let refused: Awaited<ReturnType<typeof get>> | undefined
+    for (let i = 0; i < 10 && !refused; i++) {
+      const response = await get(direct, '/api/v1/content/post', `203.0.113.${100 + i}`)
+      if (response.status === 429) refused = response
+    }
+    expect(refused).toBeDefined()
+    expect(refused!.headers.get('retry-after')).toBe('1')
+    expect(left(refused!)).toBe('"requests";r=0;t=2')
+    for (let i = 0; i < 5; i++) {
+      const probe = await get(direct, i % 2 ? '/readyz' : '/healthz')
+      expect(probe.status).toBe(200)
+      expect(probe.headers.get('ratelimit')).toBeNull()
+    }
+    await Bun.sleep(1000)
+    const back = await get(direct, '/api/v1/content/post', '203.0.113.200')
+    expect(back.status).toBe(200)
+    expect(left(back)).toBe('"requests";r=0;t=2')
+  })
+})
+
+describe('C52: in process', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>
+  let api: CachedTestApp
+
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    await clearContent(db.sql)
+    await addEntry(db.sql, { translations: { en: { title: 'About zeppelins', slug: 'zeppelin' } } })
+    api = await cachedTestApp(db.url, { RATE_LIMIT_REQUESTS: '3', RATE_LIMIT_HEAVY: '1', RATE_LIMIT_WINDOW_S: '600', CACHE_MAX_AGE: '30' })
+  })
+  afterAll(async () => {
+    await api?.close()
+    await db?.sql.end()
+  })
+
+  test('C52: a 429 runs no statement, for either quota; a shared cache may keep the answer but never reuse its fields without asking', async () => {
+    const first = await api.get('/api/v1/content/post?search=zeppelin')
+    expect(first.status).toBe(200)
+    expect(first.headers.get('cache-control')).toBe('public, max-age=30, no-cache="RateLimit, RateLimit-Policy"')
+    api.statements.length = 0
+    const heavy = await api.get('/api/v1/content/post?search=balloon')
+    expect([heavy.status, heavy.headers.get('cache-control'), heavy.headers.get('ratelimit')]).toEqual([429, 'no-store', '"requests";r=2;t=200, "heavy";r=0;t=600'])
+    expect(api.statements).toEqual([])
+    await api.get('/api/v1/content/post')
+    await api.get('/api/v1/content/post')
+    api.statements.length = 0
+    const refused = await api.get('/api/v1/content/post/zeppelin')
+    expect(refused.status).toBe(429)
+    expect(api.statements).toEqual([])
+  })
+})
