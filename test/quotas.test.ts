@@ -8,6 +8,9 @@ import { createTestDatabase } from './support/database'
 import { addEntry, clearContent } from './support/fixtures'
 import { startService, type RunningService } from './support/service'
 import { waitFor } from './support/wait'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { fetchOpenApiText } from './support/openapi'
+import { documentChecker } from './support/openapi-validation'
 
 const ranges = (...texts: string[]) => texts.map((text) => parseAddressRange(text)!)
 
@@ -288,5 +291,35 @@ describe('C52: in process', () => {
     const refused = await api.get('/api/v1/content/post/zeppelin')
     expect(refused.status).toBe(429)
     expect(api.statements).toEqual([])
+  })
+})
+
+describe('C52: the OpenAPI document', () => {
+  test('C52: with a quota on, every operation but the probes documents the 429 and the fields on each answer; with none, nothing of it', async () => {
+    const off = JSON.parse(await fetchOpenApiText())
+    expect(JSON.stringify(off)).not.toContain('RateLimit')
+    const on = JSON.parse(await fetchOpenApiText(undefined, { RATE_LIMIT_REQUESTS: '2', RATE_LIMIT_HEAVY: '1' }))
+    const result = await new Validator().validate(on)
+    expect(result.errors).toBeUndefined()
+    const list = on.paths['/api/v1/content/{type}'].get
+    expect(list.responses['429']).toEqual({ $ref: '#/components/responses/TooManyRequests' })
+    expect(Object.keys(list.responses['200'].headers)).toContain('RateLimit')
+    expect(Object.keys(on.components.responses.NotModified.headers)).toEqual(expect.arrayContaining(['RateLimit-Policy', 'RateLimit']))
+    expect(on.paths['/healthz'].get.responses['429']).toBeUndefined()
+    // A real 429 matches what the document says.
+    const db = await createTestDatabase()
+    const api = await cachedTestApp(db.url, { RATE_LIMIT_REQUESTS: '1', RATE_LIMIT_WINDOW_S: '600' })
+    try {
+      const check = documentChecker(on)
+      const answered = await api.get('/api/v1/content/nothing')
+      expect(answered.status).toBe(404)
+      expect(check('get', '/api/v1/content/{type}', answered)).toEqual([])
+      const refused = await api.get('/api/v1/content/nothing')
+      expect(refused.status).toBe(429)
+      expect(check('get', '/api/v1/content/{type}', refused)).toEqual([])
+    } finally {
+      await api.close()
+      await db.sql.end()
+    }
   })
 })
