@@ -14,11 +14,13 @@ const FIELD_NAMES = ['RateLimit-Policy', 'RateLimit'] as const
  * describes this deployment (as it does its extensions' fields), so a client
  * generated from it expects a 429 and the fields only where they can come.
  * Every operation but the probes' gets the 429 and the fields on each of its
- * answers. Returns the document it was given.
+ * answers. Returns a copy: the document's parts may be shared constants
+ * (RESPONSE_HEADERS), which another app in the same process also describes.
  * @example const document = describeQuotas(buildOpenApiDocument(inputs), config)
  */
-export function describeQuotas(document: OpenApiDocument, settings: Pick<QuotaSettings, 'rateLimitRequests' | 'rateLimitHeavy' | 'rateLimitWindowS'>): OpenApiDocument {
-  if (settings.rateLimitRequests === 0 && settings.rateLimitHeavy === 0) return document
+export function describeQuotas(built: OpenApiDocument, settings: Pick<QuotaSettings, 'rateLimitRequests' | 'rateLimitHeavy' | 'rateLimitWindowS'>): OpenApiDocument {
+  if (settings.rateLimitRequests === 0 && settings.rateLimitHeavy === 0) return built
+  const document = structuredClone(built)
   const components = document.components as { responses: Record<string, Json>; headers: Record<string, unknown> }
   components.headers['RateLimit-Policy'] = {
     description:
