@@ -25,6 +25,8 @@ export interface AppDependencies {
   liveCounts?: LiveCountCheck
   /** The event stream's feed (C49); without it, the stream answers 503. */
   events?: EventFeed
+  /** The address of the connection a request came on (C52's client; the server's; none in process, under tests). */
+  peerAddress?: (request: Request) => string | null
   /** Closes the connection a request came on, at once (the server's; none in process, under tests). */
   closeConnection?: (request: Request) => void
   /** DATABASE_READ_URLS (C50): the replicas `sql`'s content reads are routed through; /readyz says which serve. */

@@ -13,6 +13,8 @@ import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
 import { FilterRegistry } from './hooks/registry'
+import { ClientQuotas } from './quotas/client-quotas'
+import { describeQuotas } from './quotas/openapi'
 
 /** The whole HTTP service, not listening. */
 export interface App {
@@ -25,13 +27,14 @@ export interface App {
 /**
  * The whole HTTP service, not listening: `main.ts` serves it, tests call `app.handle(request)`.
  * A request whose answer the cache keeps is answered by the cache's slot; all
- * others by the Elysia app (its routes end in the same slot).
+ * others by the Elysia app (its routes end in the same slot). With a quota on
+ * (C52), the client's quotas come before both.
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
 export function createApp(dependencies: AppDependencies): App {
   const { config, filters = new FilterRegistry() } = dependencies
   // Built here, once: from this app's settings and extensions, never from what it served.
-  const document = buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia })
+  const document = describeQuotas(buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia }), config)
   const slot = new AnswerSlot(dependencies)
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
@@ -46,6 +49,8 @@ export function createApp(dependencies: AppDependencies): App {
     .use(eventRoutes(dependencies))
     .use(discoveryRoutes(dependencies, slot))
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
-  const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
+  const answer = (request: Request) => slot.answer(request) ?? app.handle(request)
+  const quotas = ClientQuotas.of(config, dependencies.log, dependencies.peerAddress)
+  const fetch = quotas ? quotas.guard(answer) : answer
   return { fetch, handle: async (request) => fetch(request) }
 }

@@ -10,6 +10,7 @@
 import { statSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
+import { parseAddressRange, type AddressRange } from './quotas/addresses'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 /** What a filter callback's output that does not match its declared schema does (src/hooks/README.md). */
@@ -67,6 +68,14 @@ export interface Config {
    * hears it from its supervisor (VITRINE_DEMO_MEDIA). Never with a database of yours.
    */
   demoMedia: boolean
+  /** RATE_LIMIT_REQUESTS: units per window each client's requests may spend (C52); 0, the default: no quota. */
+  rateLimitRequests: number
+  /** RATE_LIMIT_HEAVY: units per window each client's heavy statements may spend (C52, C47); 0, the default: no quota. */
+  rateLimitHeavy: number
+  /** RATE_LIMIT_WINDOW_S: the seconds in which a quota's units come back, all of them (C52). */
+  rateLimitWindowS: number
+  /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For is believed (C52); none by default. */
+  trustedProxies: AddressRange[]
 }
 
 /** A setting with a bad value; its message names the variable. */
@@ -116,6 +125,10 @@ export function loadConfig(env: Env): Config {
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
     demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,
+    rateLimitRequests: readInteger(env, 'RATE_LIMIT_REQUESTS', 0, 0, 1_000_000_000),
+    rateLimitHeavy: readInteger(env, 'RATE_LIMIT_HEAVY', 0, 0, 1_000_000_000),
+    rateLimitWindowS: readInteger(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
+    trustedProxies: readAddressRanges(env, 'TRUSTED_PROXIES'),
   }
 }
 
@@ -182,6 +195,16 @@ function readDatabaseUrls(env: Env, name: string): string[] {
     }
   })
   return urls
+}
+
+/** A comma-separated list of addresses and CIDR ranges, IPv4 and IPv6; an empty list is none. */
+function readAddressRanges(env: Env, name: string): AddressRange[] {
+  const entries = (readText(env, name) ?? '').split(',').map((entry) => entry.trim()).filter(Boolean)
+  return entries.map((entry) => {
+    const range = parseAddressRange(entry)
+    if (range === null) throw new ConfigError(`${name} must be a comma-separated list of IP addresses and CIDR ranges (10.0.0.0/8, 2001:db8::/32), not "${entry}".`)
+    return range
+  })
 }
 
 function readSwitch(env: Env, name: string, fallback: boolean): boolean {

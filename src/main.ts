@@ -14,6 +14,7 @@ import { resolveDatabase, type DatabaseTarget } from './db/open'
 import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
 import { listen } from './http/listen'
+import { peerAddress } from './http/serve'
 import { createLogger, type Logger } from './log'
 import { superviseWorkers } from './workers'
 
@@ -53,7 +54,7 @@ runCommand(async () => {
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
-    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, replicas, closeConnection: (request) => server.timeout(request, 1) }))
+    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, replicas, peerAddress: (request) => peerAddress(server, request), closeConnection: (request) => server.timeout(request, 1) }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     events?.close()

@@ -1,6 +1,7 @@
 import { ANY_TYPE, AnswerStore, type AnswerTypes, type StoredAnswer } from './answer-store'
 import type { Change, ChangeHandlers, LanguageSet } from './change-listener'
 import { Variants } from './variants'
+import { HttpError } from '../http/errors'
 
 /** Outputs kept per answer (C38): a header with a new value on every request churns these. */
 const VARIANTS_PER_ANSWER = 32
@@ -127,7 +128,13 @@ export class ContentCache<Value, Output = unknown> implements ChangeHandlers {
     }
     const flight = this.#inFlight.get(key)
     // Joining a statement that started before a change would serve what the change replaced.
-    if (flight && flight.epoch === this.#epoch) return flight.read
+    if (flight && flight.epoch === this.#epoch) {
+      return flight.read.catch((error: unknown) => {
+        // A 429 refused the client that started the statement (C52's heavy quota), not this one: it loads its own.
+        if (error instanceof HttpError && error.status === 429) return this.#read(key, language, load)
+        throw error
+      })
+    }
     const epoch = this.#epoch
     const read = this.#loadAndKeep(key, language, epoch, load)
     this.#inFlight.set(key, { epoch, read })

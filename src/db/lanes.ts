@@ -9,6 +9,7 @@
  * the line full, or whose deadline passes while it waits, gets a 503 with
  * Retry-After (C22) and sends no statement. Cheap statements never wait here.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 
 /** A pool's lane settings: DATABASE_HEAVY_MAX and DATABASE_HEAVY_QUEUE. */
 export interface LaneSettings {
@@ -90,3 +91,20 @@ export function setHeavyLane(pool: object, settings: LaneSettings): HeavyLane {
 export function heavyLaneOf(pool: object): HeavyLane | undefined {
   return lanes.get(pool)
 }
+
+/**
+ * What lets the request being served run a heavy statement: C52's heavy
+ * quota (src/quotas/) gives each request one, and `runRead` asks it right
+ * before a heavy statement would run, so that an answer from the cache never
+ * costs a heavy unit. `admit` throws to refuse (the request gets that error).
+ */
+export interface HeavyAdmission {
+  admit(): void
+}
+
+/**
+ * The heavy admission of the request whose work is running (none outside a
+ * request, or without a heavy quota).
+ * @example heavyAdmissions.run(admission, () => app.handle(request))
+ */
+export const heavyAdmissions = new AsyncLocalStorage<HeavyAdmission>()

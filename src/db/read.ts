@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { AnswerTypes } from '../cache/answer-store'
 import { withDeadline, type Sql } from './connect'
-import { heavyLaneOf, LaneRefusal } from './lanes'
+import { heavyAdmissions, heavyLaneOf, LaneRefusal } from './lanes'
 
 /**
  * Why the database could not answer. None of them is the client's fault, nor
@@ -78,9 +78,13 @@ const health = new WeakMap<object, PoolHealth>()
  * A statement that says which content type it answers for (`answerType`)
  * may be read from a replica, when the pool has them (C50, routeReads): it
  * is then built with that replica's pool, which `build` is given.
+ *
+ * A heavy statement run for a request is first admitted by the request's
+ * heavy quota (C52, `heavyAdmissions`), which may refuse it with a 429.
  * @example const [row] = await runRead(sql, (db) => db`select 1 as one`, 5000)
  */
 export async function runRead<T extends readonly Row[]>(pool: Sql, build: (sql: Sql) => PendingQuery<T>, timeoutMs: number, options: ReadOptions<T> = {}): Promise<T> {
+  if (options.heavy) heavyAdmissions.getStore()?.admit()
   const router = options.answerType && readRouters.get(pool)
   if (router) return router.read(build, timeoutMs, { heavy: options.heavy ?? false, answerType: options.answerType! })
   const { heavy = false, retryLost = true } = options

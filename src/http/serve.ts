@@ -54,6 +54,8 @@ function listen(app: Fetchable, options: ServeOptions): Server<undefined> {
     idleTimeout: Math.min(255, Math.max(30, Math.ceil((options.requestBudgetMs ?? 0) / 1000) + 5)),
     fetch(request) {
       const routable = withAbsoluteUrl(request)
+      // The server knows the peer of the request it was handed, not of a copy (C52).
+      if (routable !== request && routable !== null) copiedFrom.set(routable, request)
       if (routable) return app.fetch(routable)
       options.log.info('request', { method: request.method, status: 400, reason: 'the request target is not a path' })
       return edgeError(400, 'Bad request.')
@@ -64,6 +66,17 @@ function listen(app: Fetchable, options: ServeOptions): Server<undefined> {
       return edgeError(500, 'Internal server error.')
     },
   })
+}
+
+const copiedFrom = new WeakMap<Request, Request>()
+
+/**
+ * The address of the connection a request came on (C52's client), or null
+ * when the server does not know it.
+ * @example peerAddress(server, request) // '192.0.2.7'
+ */
+export function peerAddress(server: Server<undefined>, request: Request): string | null {
+  return server.requestIP(copiedFrom.get(request) ?? request)?.address ?? null
 }
 
 /**

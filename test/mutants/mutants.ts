@@ -38,6 +38,7 @@ const DISCOVERY_TOTALS = 'test/discovery-totals.test.ts'
 const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
 const EVENTS = ['test/events.test.ts']
 const REPLICAS = ['test/replicas.test.ts']
+const QUOTAS = ['test/quotas.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -679,5 +680,24 @@ export const MUTANTS: Mutant[] = [
     regression: 'C36: a change handler that throws keeps the handlers after it (cache, positions, events) from hearing the change',
     edits: [{ file: 'src/cache/change-listener.ts', find: '      try {\n        tell(handler)\n      } catch (error) {\n        log.error', replace: '      tell(handler)\n      if (Math.random() > 2) {\n        const error = undefined\n        log.error' }],
     tests: ['test/change-listener.test.ts'],
+  },
+  // C52: per-client quotas.
+  {
+    id: 'quota-left-most-hop',
+    regression: 'C52: behind a trusted proxy, the left-most X-Forwarded-For address (whatever the client wrote) is believed',
+    edits: [{ file: 'src/quotas/client.ts', find: 'for (let i = hops.length - 1; i >= 0; i--) {', replace: 'for (let i = 0; i < hops.length; i++) {' }],
+    tests: QUOTAS,
+  },
+  {
+    id: 'quota-heavy-on-hits',
+    regression: 'C52: an answer from the cache costs a heavy unit',
+    edits: [{ file: 'src/quotas/client-quotas.ts', find: 'if (answered instanceof Response) return this.#withFields(answered, ticket)', replace: 'if (answered instanceof Response) return (ticket.admit(), this.#withFields(answered, ticket))' }],
+    tests: QUOTAS,
+  },
+  {
+    id: 'quota-429-cached',
+    regression: 'C52: a 429 may be kept by a shared cache (Cache-Control not no-store)',
+    edits: [{ file: 'src/quotas/client-quotas.ts', find: "'Cache-Control': 'no-store' })", replace: "'Cache-Control': 'public, max-age=60' })" }],
+    tests: QUOTAS,
   },
 ]
