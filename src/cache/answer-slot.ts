@@ -1,5 +1,5 @@
 import type { Config } from '../config'
-import type { RenderedBody } from '../content/content-answer'
+import { EVERY_ANSWER_TAG, type RenderedBody } from '../content/content-answer'
 import { readOf, type RequestReads } from '../hooks/context'
 import { corsHeaders } from '../http/cors'
 import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
@@ -65,10 +65,13 @@ export class AnswerSlot {
   readonly #cacheMaxAge: number
   readonly #log: Logger
   readonly #cors: (request: Request) => Record<string, string>
+  /** C51: Cloudflare purges by `Cache-Tag`, the same tags comma-separated. */
+  readonly #cacheTags: boolean
 
-  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins'>; log: Logger }) {
+  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger }) {
     this.#cache = cache
     this.#cacheMaxAge = config.cacheMaxAge
+    this.#cacheTags = config.purgeTargets.some((target) => target.kind === 'cloudflare')
     this.#log = log
     this.#cors = corsHeaders(config)
   }
@@ -139,9 +142,10 @@ export class AnswerSlot {
       ...this.#cors(request),
       etag: output.etag,
       'cache-control': cacheControl(this.#cacheMaxAge, served.expiresAt),
-      'surrogate-key': output.surrogateKey,
+      'surrogate-key': `${output.surrogateKey} ${EVERY_ANSWER_TAG}`,
       'x-cache': served.status satisfies CacheStatus,
     }
+    if (this.#cacheTags) headers['cache-tag'] = headers['surrogate-key'].replaceAll(' ', ',')
     if (output.varyHeaders.length) headers.vary = appendVary(headers.vary, output.varyHeaders)
     if (served.status === 'HIT') headers.age = String(served.ageSeconds)
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) {
