@@ -34,6 +34,8 @@ export class PurgeQueue {
   readonly #pending = new Set<string>()
   #timer: ReturnType<typeof setTimeout> | undefined
   #sending = false
+  /** Keys of the batches being sent, not yet acknowledged. */
+  #sendingKeys = 0
   #failures = 0
   #closed = false
 
@@ -47,7 +49,7 @@ export class PurgeQueue {
 
   /** Keys waiting, sent or not yet acknowledged: `vitrine_purge_pending_keys`. */
   get pendingKeys(): number {
-    return this.#pending.size
+    return this.#pending.size + this.#sendingKeys
   }
 
   add(keys: Iterable<string>): void {
@@ -82,6 +84,7 @@ export class PurgeQueue {
     if (this.#pending.size === 0) return
     this.#sending = true
     const batches = purgeBatches(this.target, [...this.#pending])
+    this.#sendingKeys = this.#pending.size
     this.#pending.clear()
     const counts = this.options.counts.get(this.name)!
     let unsent: string[] = []
@@ -89,6 +92,7 @@ export class PurgeQueue {
       try {
         await sendPurge(this.target, batch, this.options.apis)
         counts.acknowledged++
+        this.#sendingKeys -= batch.length
       } catch (error) {
         counts.failed++
         unsent = batches.slice(index).flat()
@@ -96,6 +100,7 @@ export class PurgeQueue {
         break
       }
     }
+    this.#sendingKeys = 0
     this.#keep(unsent)
     this.#sending = false
     if (unsent.length > 0) {
