@@ -38,6 +38,7 @@ const DISCOVERY_TOTALS = 'test/discovery-totals.test.ts'
 const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
 const EVENTS = ['test/events.test.ts']
 const REPLICAS = ['test/replicas.test.ts']
+const EDGE = ['test/edge-purger.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -673,5 +674,24 @@ export const MUTANTS: Mutant[] = [
     regression: 'C50: a replica that left the rotation never comes back',
     edits: [{ file: 'src/db/replicas.ts', find: '      if (!replica.serving) {', replace: '      if (!replica.serving && replica.reason === undefined) {' }],
     tests: REPLICAS,
+  },
+  // C51: the edge purge.
+  {
+    id: 'purge-dropped-after-failure',
+    regression: 'C51: a purge the target refused (non-2xx, refused, timeout) is dropped instead of retried',
+    edits: [{ file: 'src/edge/purge-queue.ts', find: '    this.#keep(unsent)\n', replace: '' }],
+    tests: EDGE,
+  },
+  {
+    id: 'second-purge-missing',
+    regression: 'C51: keys are purged once, not once more after DATABASE_TIMEOUT_MS (a cache keeps an answer that was in flight)',
+    edits: [{ file: 'src/edge/edge-purger.ts', find: '      for (const queue of this.#queues) queue.add(keys)\n    }, this.#options.timeoutMs)', replace: '    }, this.#options.timeoutMs)' }],
+    tests: EDGE,
+  },
+  {
+    id: 'purge-without-duty',
+    regression: 'C51: every instance sharing a database purges every change (no advisory lock)',
+    edits: [{ file: 'src/edge/purge-duty.ts', find: 'select pg_try_advisory_lock(${PURGE_DUTY_LOCK}::int8) as taken', replace: 'select true as taken' }],
+    tests: EDGE,
   },
 ]
