@@ -11,6 +11,8 @@ export const VARNISHD = ['/usr/sbin/varnishd', '/usr/local/sbin/varnishd'].find(
 export interface RunningVarnish {
   url: string
   port: number
+  /** Its working folder (`-n`), for varnishstat. */
+  workDir: string
   stop(): Promise<void>
 }
 
@@ -63,6 +65,7 @@ export async function startVarnish(backendPort: number, port = freePort()): Prom
   return {
     url,
     port,
+    workDir: join(dir, 'work'),
     stop: async () => {
       child.kill('SIGTERM')
       await child.exited

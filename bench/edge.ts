@@ -1,0 +1,162 @@
+/**
+ * `bun run bench:edge`, part of `bun run bench`: C51, the edge kept exact.
+ *
+ * A database of its own (`vitrine_bench_edge`, rebuilt each run: type
+ * `bench-edge` of 1 000 live entries, three types of 1 000 for the bulk
+ * write), one service (CACHE_MAX_AGE=3600, PURGE_URLS naming a proxy that
+ * counts the purges and forwards them) behind a real Varnish with
+ * deploy/varnish/vitrine.vcl:
+ * 1. commit → fresh through Varnish: 32 clients read page 1 of the type
+ *    through Varnish; 50 commits 200 ms apart, each a title update of an entry
+ *    on that page; from the commit to the first read through Varnish that
+ *    shows it (p50, p99; target p99 ≤ 100 ms);
+ * 2. origin share: 32 clients read page 1 and one entry through Varnish for
+ *    BENCH_SECONDS while one entry of the page is written each second; the
+ *    requests Varnish sent the service (varnishstat MAIN.backend_req) per read
+ *    (MAIN.client_req) (target ≤ 1%);
+ * 3. a statement updating 3 000 entries (1 000 of each of three types): the
+ *    purge requests it took (the first purge; the second follows after
+ *    DATABASE_TIMEOUT_MS) (target ≤ 10).
+ * Written to bench/edge-last-run.md too. Needs varnishd (apt-get install varnish varnish-modules).
+ * DATABASE_URL: the server to keep the database on; unset: the embedded PostgreSQL under DATA_DIR.
+ */
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { connectDatabase } from '../src/db/connect'
+import { migrate } from '../src/db/migrate'
+import { resolveDatabase } from '../src/db/open'
+import { createLogger } from '../src/log'
+import { startVarnish, VARNISHD } from '../test/support/varnish'
+import { CONNECTIONS, load, LOAD_TOOL, readSeconds } from './load'
+import { startBenchService } from './service'
+
+const ROOT = join(import.meta.dir, '..')
+const NAME = 'vitrine_bench_edge'
+const TYPE = 'bench-edge'
+const BULK_TYPES = ['bench-bulk-a', 'bench-bulk-b', 'bench-bulk-c']
+const SECONDS = readSeconds(process.env.BENCH_SECONDS)
+const PAGE_1 = `/api/v1/content/${TYPE}`
+
+if (!VARNISHD) {
+  console.log('bench:edge skipped: no varnishd (apt-get install varnish varnish-modules).')
+  process.exit(0)
+}
+
+const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const target = await resolveDatabase(config, createLogger('warn'))
+const admin = connectDatabase(target.url, { max: 1 })
+const lines: string[] = []
+const say = (line: string) => (console.log(line), lines.push(line))
+const stops: (() => unknown)[] = []
+try {
+  await admin.unsafe(`drop database if exists ${NAME} with (force)`)
+  await admin.unsafe(`create database ${NAME}`)
+  const url = Object.assign(new URL(target.url), { pathname: `/${NAME}` }).toString()
+  const writer = connectDatabase(url, { max: 2 })
+  stops.push(() => writer.end())
+  await migrate(writer)
+  await seed(writer)
+
+  const purges: { keys: number; at: number }[] = []
+  let varnishUrl = ''
+  const proxy = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    async fetch(request) {
+      const xkey = request.headers.get('xkey') ?? ''
+      purges.push({ keys: xkey.split(' ').length, at: performance.now() })
+      const response = await fetch(varnishUrl, { method: 'PURGE', headers: { xkey } })
+      return new Response(await response.text(), { status: response.status })
+    },
+  })
+  stops.push(() => proxy.stop(true))
+  const service = await startBenchService({ databaseUrl: url, env: { CACHE_MAX_AGE: '3600', PURGE_URLS: `http://127.0.0.1:${proxy.port}/` } })
+  stops.push(() => service.process.kill('SIGTERM'))
+  const varnish = await startVarnish(Number(new URL(service.base).port))
+  stops.push(() => varnish.stop())
+  varnishUrl = varnish.url
+  const ids = (await writer<{ id: number }[]>`select id from entries where content_type_id = (select id from content_types where slug = ${TYPE}) order by id desc limit 10`).map((row) => row.id)
+
+  say(`# The edge kept exact (C51), ${new Date().toISOString().slice(0, 16)}Z`)
+  say('')
+  say(`Varnish ${(await Bun.$`${VARNISHD} -V`.quiet().nothrow()).stderr.toString().match(/varnish-[\d.]+/)?.[0]} with deploy/varnish/vitrine.vcl, CACHE_MAX_AGE=3600, ${LOAD_TOOL} at ${CONNECTIONS} connections.`)
+  say('')
+
+  // 1. Commit → fresh, while 32 clients read through Varnish.
+  const reading = load(LOAD_TOOL, varnish.url + PAGE_1, Math.max(SECONDS, 14))
+  await Bun.sleep(1000)
+  const latencies: number[] = []
+  for (let round = 0; round < 50; round++) {
+    const id = ids[round % ids.length]
+    const title = `fresh ${round} ${Date.now()}`
+    const started = performance.now()
+    await writer`update entry_translations set title = ${title} where entry_id = ${id}`
+    while (!(await (await fetch(varnish.url + PAGE_1)).text()).includes(title)) {
+      if (performance.now() - started > 10_000) throw new Error(`round ${round}: never fresh`)
+    }
+    latencies.push(performance.now() - started)
+    await Bun.sleep(200)
+  }
+  const measured = await reading
+  latencies.sort((a, b) => a - b)
+  const p = (share: number) => latencies[Math.min(latencies.length - 1, Math.ceil(share * latencies.length) - 1)]
+  say(`- Commit → fresh through Varnish, 50 commits under ${Math.round(measured.rps)} reads/s: p50 ${p(0.5).toFixed(1)} ms, p99 ${p(0.99).toFixed(1)} ms (target p99 ≤ 100 ms: ${p(0.99) <= 100 ? 'met' : 'missed'}).`)
+
+  // 2. The origin's share of the reads, with a write a second.
+  const before = await varnishCounters(varnish.workDir)
+  let writes = 0
+  const writing = setInterval(() => {
+    writes++
+    void writer`update entry_translations set title = ${`write ${writes}`} where entry_id = ${ids[writes % ids.length]}`
+  }, 1000)
+  const [pageLoad, entryLoad] = await Promise.all([
+    load(LOAD_TOOL, varnish.url + PAGE_1, SECONDS, {}, undefined, CONNECTIONS / 2),
+    load(LOAD_TOOL, `${varnish.url}${PAGE_1}/entry-${ids[0]}`, SECONDS, {}, undefined, CONNECTIONS / 2),
+  ])
+  clearInterval(writing)
+  const after = await varnishCounters(varnish.workDir)
+  const reads = after.client - before.client
+  const origin = after.backend - before.backend
+  const share = origin / reads
+  say(
+    `- Origin share, ${writes} writes in ${SECONDS} s (one a second) while page 1 and one entry are read (${Math.round(pageLoad.rps + entryLoad.rps)} reads/s): ${origin} of ${reads} reads reached the service, ${(share * 100).toFixed(3)}% (target ≤ 1%: ${share <= 0.01 ? 'met' : 'missed'}).`,
+  )
+
+  // 3. One statement updating 3 000 entries.
+  await Bun.sleep(config.databaseTimeoutMs + 500)
+  const mark = purges.length
+  await writer`update entries set created_at = created_at where content_type_id in (select id from content_types where slug in ${writer(BULK_TYPES)})`
+  await Bun.sleep(1000)
+  const bulk = purges.slice(mark)
+  say(`- A statement updating 3 000 entries of three types: ${bulk.length} purge requests, ${bulk.reduce((sum, purge) => sum + purge.keys, 0)} keys (target ≤ 10: ${bulk.length <= 10 ? 'met' : 'missed'}), each sent again after DATABASE_TIMEOUT_MS.`)
+  await writeFile(join(ROOT, 'bench', 'edge-last-run.md'), lines.join('\n') + '\n')
+} finally {
+  for (const stop of stops.reverse()) await stop()
+  await admin.end()
+  await target.embedded?.stop()
+}
+
+async function seed(sql: ReturnType<typeof connectDatabase>): Promise<void> {
+  for (const slug of [TYPE, ...BULK_TYPES]) {
+    await sql`insert into content_types (slug, name) values (${slug}, ${slug})`
+    await sql`
+      with made as (
+        insert into entries (content_type_id, status, published_at)
+        select (select id from content_types where slug = ${slug}), 'published', now() - interval '1 day'
+        from generate_series(1, 1000)
+        returning id
+      )
+      insert into entry_translations (entry_id, language_code, title, slug)
+      select id, (select code from languages where is_default), 'entry ' || id, 'entry-' || id
+      from made
+    `
+  }
+}
+
+/** Varnish's own counts: requests from clients, and requests it sent the service. */
+async function varnishCounters(workDir: string): Promise<{ client: number; backend: number }> {
+  const text = (await Bun.$`varnishstat -n ${workDir} -1 -f MAIN.client_req -f MAIN.backend_req`.quiet()).stdout.toString()
+  const read = (name: string) => Number(new RegExp(`^MAIN\\.${name}\\s+(\\d+)`, 'm').exec(text)?.[1] ?? NaN)
+  return { client: read('client_req'), backend: read('backend_req') }
+}
