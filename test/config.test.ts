@@ -22,25 +22,6 @@ describe('settings checked at start', () => {
     }
   })
 
-  test('EXTENSIONS_DIR: a folder named on purpose must exist; the shipped default is not checked', () => {
-    expect(() => loadConfig({ EXTENSIONS_DIR: '/no/such/folder' })).toThrow(new ConfigError('EXTENSIONS_DIR must be a folder that exists, not "/no/such/folder" (/no/such/folder).'))
-    expect(() => loadConfig({ EXTENSIONS_DIR: import.meta.path })).toThrow(ConfigError)
-    expect(loadConfig({ EXTENSIONS_DIR: import.meta.dir }).extensionsDir).toBe(import.meta.dir)
-    expect(loadConfig({}).extensionsDir).toMatch(/src\/hooks\/extensions$/)
-  })
-
-  test('C47: DATABASE_HEAVY_MAX is one connection in eight by default, at least one, never more than the pool; DATABASE_HEAVY_QUEUE 32', () => {
-    expect(loadConfig({})).toMatchObject({ databasePoolMax: 10, databaseHeavyMax: 1, databaseHeavyQueue: 32 })
-    expect(loadConfig({ DATABASE_POOL_MAX: '40' }).databaseHeavyMax).toBe(5)
-    expect(loadConfig({ DATABASE_POOL_MAX: '3' }).databaseHeavyMax).toBe(1)
-    expect(loadConfig({ DATABASE_POOL_MAX: '20', DATABASE_HEAVY_MAX: '20', DATABASE_HEAVY_QUEUE: '0' })).toMatchObject({ databaseHeavyMax: 20, databaseHeavyQueue: 0 })
-    expect(() => loadConfig({ DATABASE_POOL_MAX: '20', DATABASE_HEAVY_MAX: '21' })).toThrow(new ConfigError('DATABASE_HEAVY_MAX must be a whole number from 1 to 20, not "21".'))
-    expect(() => loadConfig({ DATABASE_HEAVY_MAX: '0' })).toThrow(ConfigError)
-    expect(() => loadConfig({ DATABASE_HEAVY_QUEUE: '-1' })).toThrow(ConfigError)
-  })
-})
-
-describe('listen', () => {
   test('C51: PURGE_URLS names http(s), fastly:// and cloudflare:// targets; a CDN target needs its token; the API URLs default to the real ones', () => {
     const config = loadConfig({
       PURGE_URLS: 'http://127.0.0.1:6081/, https://edge.example/purge ,fastly://SU1Z0isxPaozGVKXdv0eY,cloudflare://023e105f4ecef8ad9ca31a8372d0c353',
@@ -64,6 +45,25 @@ describe('listen', () => {
     expect(() => loadConfig({ CLOUDFLARE_API_URL: 'api.cloudflare.com' })).toThrow(new ConfigError('CLOUDFLARE_API_URL must be an absolute http(s) URL, not "api.cloudflare.com".'))
   })
 
+  test('EXTENSIONS_DIR: a folder named on purpose must exist; the shipped default is not checked', () => {
+    expect(() => loadConfig({ EXTENSIONS_DIR: '/no/such/folder' })).toThrow(new ConfigError('EXTENSIONS_DIR must be a folder that exists, not "/no/such/folder" (/no/such/folder).'))
+    expect(() => loadConfig({ EXTENSIONS_DIR: import.meta.path })).toThrow(ConfigError)
+    expect(loadConfig({ EXTENSIONS_DIR: import.meta.dir }).extensionsDir).toBe(import.meta.dir)
+    expect(loadConfig({}).extensionsDir).toMatch(/src\/hooks\/extensions$/)
+  })
+
+  test('C47: DATABASE_HEAVY_MAX is one connection in eight by default, at least one, never more than the pool; DATABASE_HEAVY_QUEUE 32', () => {
+    expect(loadConfig({})).toMatchObject({ databasePoolMax: 10, databaseHeavyMax: 1, databaseHeavyQueue: 32 })
+    expect(loadConfig({ DATABASE_POOL_MAX: '40' }).databaseHeavyMax).toBe(5)
+    expect(loadConfig({ DATABASE_POOL_MAX: '3' }).databaseHeavyMax).toBe(1)
+    expect(loadConfig({ DATABASE_POOL_MAX: '20', DATABASE_HEAVY_MAX: '20', DATABASE_HEAVY_QUEUE: '0' })).toMatchObject({ databaseHeavyMax: 20, databaseHeavyQueue: 0 })
+    expect(() => loadConfig({ DATABASE_POOL_MAX: '20', DATABASE_HEAVY_MAX: '21' })).toThrow(new ConfigError('DATABASE_HEAVY_MAX must be a whole number from 1 to 20, not "21".'))
+    expect(() => loadConfig({ DATABASE_HEAVY_MAX: '0' })).toThrow(ConfigError)
+    expect(() => loadConfig({ DATABASE_HEAVY_QUEUE: '-1' })).toThrow(ConfigError)
+  })
+})
+
+describe('listen', () => {
   test('PORT=0: the URLs derived from PORT name the port actually bound', async () => {
     const env = { PORT: '0', HOST: '127.0.0.1' }
     const { server, config } = listen(loadConfig(env), env, silent, echoSettings)

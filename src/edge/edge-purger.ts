@@ -1,10 +1,11 @@
 import type { Change, ChangeHandlers } from '../cache/change-listener'
 import type { EventMark } from '../changes/event-mark'
 import { readChangesSince, type TypeChange } from '../changes/event-statement'
-import type { PurgeTarget } from '../config'
+import type { Config, PurgeTarget } from '../config'
 import { EVERY_ANSWER_TAG, listsTag, typeTag } from '../content/content-answer'
 import type { Sql } from '../db/connect'
 import type { Logger } from '../log'
+import { takePurgeDuty } from './purge-duty'
 import { PurgeQueue, type PurgeRequestCounts } from './purge-queue'
 import type { PurgeApis } from './purge-targets'
 
@@ -178,6 +179,31 @@ export class EdgePurger implements ChangeHandlers {
       for (const queue of this.#queues) queue.add(keys)
     }, this.#options.timeoutMs)
     this.#seconds.add(second)
+  }
+}
+
+/**
+ * The edge purge of one process (main.ts): the purger, to be told the
+ * listener's changes, and its bid for the purge duty among the instances
+ * sharing the database, on a connection of its own to `primaryUrl`.
+ * `stop` gives the duty up first, so that another instance takes it over.
+ * @example const edge = startEdgePurge({ sql, primaryUrl, settings, log }); listenForChanges(url, everyHandler([cache, edge.purger]), options)
+ */
+export function startEdgePurge(options: {
+  sql: Sql
+  primaryUrl: string
+  settings: Pick<Config, 'purgeTargets' | 'databaseTimeoutMs'> & PurgeApis
+  log: Logger
+}): { purger: EdgePurger; stop(): Promise<void> } {
+  const { sql, primaryUrl, settings, log } = options
+  const purger = new EdgePurger({ sql, targets: settings.purgeTargets, apis: settings, log, timeoutMs: settings.databaseTimeoutMs })
+  const duty = takePurgeDuty(primaryUrl, { timeoutMs: settings.databaseTimeoutMs, log, onTaken: () => purger.takeDuty(), onDropped: () => purger.dropDuty() })
+  return {
+    purger,
+    async stop() {
+      await duty.stop()
+      purger.close()
+    },
   }
 }
 

@@ -49,18 +49,18 @@ export function takePurgeDuty(url: string, options: PurgeDutyOptions): { stop():
     try {
       if (sql === undefined) {
         const opened: postgres.Sql = postgres(url, {
-        max: 1,
-        // The lock lives as long as this session: it must never be recycled under our feet.
-        idle_timeout: 0,
-        max_lifetime: null,
-        connect_timeout: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
-        fetch_types: false,
-        onnotice: () => {},
-        connection: { application_name: 'vitrine-purger' },
-        onclose: () => {
-          if (sql === opened) drop('the purge duty connection closed')
-        },
-      })
+          max: 1,
+          // The lock lives as long as this session: it must never be recycled under our feet.
+          idle_timeout: 0,
+          max_lifetime: null,
+          connect_timeout: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
+          fetch_types: false,
+          onnotice: () => {},
+          connection: { application_name: 'vitrine-purger' },
+          onclose: () => {
+            if (sql === opened) drop('the purge duty connection closed')
+          },
+        })
         sql = opened
       }
       const connection = sql
