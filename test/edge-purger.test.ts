@@ -8,7 +8,7 @@ import { sendPurge } from '../src/edge/purge-targets'
 import { createLogger } from '../src/log'
 import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
-import { addContentType, addEntry } from './support/fixtures'
+import { addContentType, addEntry, addTerm } from './support/fixtures'
 import { startPurgeRecorder, type PurgeRecorder, type RecordedRequest } from './support/purge-recorder'
 import { waitFor } from './support/wait'
 
@@ -124,6 +124,44 @@ describe('C51: what goes on the wire', () => {
       await app.close()
       await plain.close()
     }
+  })
+})
+
+describe('C51: what is purged', () => {
+  test('an entry written: its key and its type\'s lists; a term renamed: the entries carrying it and the discovery keys; a content type renamed: everything', async () => {
+    const term = await addTerm(db.sql, 'topic', 'Bun')
+    const entry = await addEntry(db.sql, { termIds: [term], translations: { en: { slug: 'keys' } } })
+    const at = recorder()
+    await startPurger(at.url)
+    await onDuty(at)
+    const purgedAfter = async (write: () => Promise<unknown>, expected: string[]) => {
+      const before = at.requests.length
+      await write()
+      await waitFor(`${expected.join(' ')} purged`, () => expected.every((key) => at.requests.slice(before).some((request) => request.headers.xkey.split(' ').includes(key))))
+      return at.requests.slice(before).flatMap((request) => request.headers.xkey.split(' '))
+    }
+    expect(await purgedAfter(() => db.sql`update entry_translations set title = 'Keys' where entry_id = ${entry}`, [`entry-${entry}`])).toEqual([`lists-post`, `entry-${entry}`])
+    const renamed = await purgedAfter(() => db.sql`update terms set name = 'Bun 2' where id = ${term}`, [`entry-${entry}`, 'taxonomies'])
+    expect(renamed).toEqual(expect.arrayContaining(['languages', 'content-types', 'taxonomies', 'lists-post', `entry-${entry}`]))
+    expect(renamed).not.toContain('vitrine')
+    await purgedAfter(() => db.sql`update content_types set name = 'Posts' where slug = 'post'`, ['vitrine', 'type-post'])
+  })
+
+  test('an embargoed entry going live: its key and its lists, at its second, with no write', async () => {
+    const at = recorder()
+    await startPurger(at.url)
+    await onDuty(at)
+    const goLive = Date.now() + 1500
+    const entry = await addEntry(db.sql, { publishedAt: new Date(goLive), translations: { en: { slug: 'embargoed' } } })
+    await Bun.sleep(300)
+    const before = at.requests.length
+    await waitFor('the go-live purge', () => at.requests.slice(before).some((request) => request.headers.xkey.split(' ').includes(`entry-${entry}`)), 5000)
+    const purge = at.requests.slice(before).find((request) => request.headers.xkey.split(' ').includes(`entry-${entry}`))!
+    expect(purge.headers.xkey.split(' ')).toContain('lists-post')
+    // At its second: not before (the database's clock is this machine's), and well within the next.
+    const arrived = performance.timeOrigin + purge.at
+    expect(arrived).toBeGreaterThanOrEqual(goLive)
+    expect(arrived - goLive).toBeLessThan(1000)
   })
 })
 
