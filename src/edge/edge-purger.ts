@@ -67,7 +67,7 @@ export class EdgePurger implements ChangeHandlers {
   #closed = false
 
   constructor(options: EdgePurgerOptions) {
-    this.#options = { coalesceMs: 5, maxPendingKeys: 10_000, ...options }
+    this.#options = { ...options, coalesceMs: options.coalesceMs ?? 5, maxPendingKeys: options.maxPendingKeys ?? 10_000 }
     const queueOptions = {
       apis: options.apis,
       log: options.log,

@@ -17,7 +17,7 @@ export const CLOUDFLARE_TAGS_PER_REQUEST = 100
 export const PURGE_TIMEOUT_MS = 2000
 
 /**
- * The target as logs and counters name it: its URL, without a path's query for http(s).
+ * The target as logs and counters name it: the URL it was configured with.
  * @example targetName({ kind: 'fastly', service: 'abc' }) // 'fastly://abc'
  */
 export function targetName(target: PurgeTarget): string {
@@ -57,7 +57,7 @@ export function purgeBatches(target: PurgeTarget, keys: readonly string[]): stri
  * One purge request; resolves once the target acknowledged it (2xx), throws
  * otherwise (another status, refused, no answer within PURGE_TIMEOUT_MS).
  * Bun's fetch sends `PURGE` as it is (an unknown method would go out as GET):
- * test/edge-targets.test.ts checks the bytes on the wire.
+ * test/edge-purger.test.ts checks the bytes on the wire.
  * @example await sendPurge({ kind: 'xkey', url: 'http://127.0.0.1:6081/' }, ['entry-42'], apis)
  */
 export async function sendPurge(target: PurgeTarget, keys: readonly string[], apis: PurgeApis): Promise<void> {
