@@ -58,6 +58,16 @@ export interface Config {
   syncRetentionDays: number
   /** EVENTS_MAX_SUBSCRIBERS: event streams one process holds at once (C49); beyond it, 503. */
   eventsMaxSubscribers: number
+  /** PURGE_URLS: the caches in front of the service, purged after every notified change (C51); none by default. */
+  purgeTargets: PurgeTarget[]
+  /** FASTLY_API_URL: the base URL of Fastly's API (tests point it at a local server). */
+  fastlyApiUrl: string
+  /** FASTLY_API_TOKEN: required with a `fastly://` target. */
+  fastlyApiToken: string | undefined
+  /** CLOUDFLARE_API_URL: the base URL of Cloudflare's API. */
+  cloudflareApiUrl: string
+  /** CLOUDFLARE_API_TOKEN: required with a `cloudflare://` target. */
+  cloudflareApiToken: string | undefined
   /** WORKERS: processes serving the port together. */
   workers: number
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
@@ -77,6 +87,12 @@ export interface Config {
   /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For is believed (C52); none by default. */
   trustedProxies: AddressRange[]
 }
+
+/**
+ * A cache in front of the service (C51): `http(s)://` gets `PURGE` with an `xkey` header
+ * (Varnish's vmod_xkey), `fastly://<service id>` and `cloudflare://<zone id>` their purge-by-key APIs.
+ */
+export type PurgeTarget = { kind: 'xkey'; url: string } | { kind: 'fastly'; service: string } | { kind: 'cloudflare'; zone: string }
 
 /** A setting with a bad value; its message names the variable. */
 export class ConfigError extends Error {}
@@ -122,6 +138,7 @@ export function loadConfig(env: Env): Config {
     liveCountCheckSeconds: readInteger(env, 'LIVE_COUNT_CHECK_SECONDS', 600, 0, 86_400),
     syncRetentionDays: readInteger(env, 'SYNC_RETENTION_DAYS', 30, 1, 3650),
     eventsMaxSubscribers: readInteger(env, 'EVENTS_MAX_SUBSCRIBERS', 10_000, 0, 1_000_000),
+    ...readPurgeSettings(env),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
     demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,
@@ -205,6 +222,43 @@ function readAddressRanges(env: Env, name: string): AddressRange[] {
     if (range === null) throw new ConfigError(`${name} must be a comma-separated list of IP addresses and CIDR ranges (10.0.0.0/8, 2001:db8::/32), not "${entry}".`)
     return range
   })
+}
+
+/** PURGE_URLS and what its targets need: a CDN target without its token would fail every purge, so it stops the start. */
+function readPurgeSettings(env: Env): Pick<Config, 'purgeTargets' | 'fastlyApiUrl' | 'fastlyApiToken' | 'cloudflareApiUrl' | 'cloudflareApiToken'> {
+  const purgeTargets = (readText(env, 'PURGE_URLS') ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean)
+    .map(readPurgeTarget)
+  const fastlyApiToken = readText(env, 'FASTLY_API_TOKEN')
+  const cloudflareApiToken = readText(env, 'CLOUDFLARE_API_TOKEN')
+  if (purgeTargets.some((target) => target.kind === 'fastly') && fastlyApiToken === undefined) {
+    throw new ConfigError('FASTLY_API_TOKEN must be set: PURGE_URLS names a fastly:// service.')
+  }
+  if (purgeTargets.some((target) => target.kind === 'cloudflare') && cloudflareApiToken === undefined) {
+    throw new ConfigError('CLOUDFLARE_API_TOKEN must be set: PURGE_URLS names a cloudflare:// zone.')
+  }
+  return {
+    purgeTargets,
+    fastlyApiUrl: trimSlash(readHttpUrl(env, 'FASTLY_API_URL') ?? 'https://api.fastly.com'),
+    fastlyApiToken,
+    cloudflareApiUrl: trimSlash(readHttpUrl(env, 'CLOUDFLARE_API_URL') ?? 'https://api.cloudflare.com'),
+    cloudflareApiToken,
+  }
+}
+
+function readPurgeTarget(text: string): PurgeTarget {
+  const wrong = () => new ConfigError(`PURGE_URLS must be a comma-separated list of http(s)://host/path, fastly://<service id> or cloudflare://<zone id> URLs, not "${text}".`)
+  if (!URL.canParse(text)) throw wrong()
+  const url = new URL(text)
+  if (/^https?:$/.test(url.protocol) && url.username === '' && url.password === '') return { kind: 'xkey', url: url.href }
+  // The id is the whole rest: `fastly://SU1Z0isxPaozGVKXdv0eY`.
+  const id = text.slice(url.protocol.length + 2)
+  if (!/^[A-Za-z0-9_-]+$/.test(id)) throw wrong()
+  if (url.protocol === 'fastly:') return { kind: 'fastly', service: id }
+  if (url.protocol === 'cloudflare:') return { kind: 'cloudflare', zone: id }
+  throw wrong()
 }
 
 function readSwitch(env: Env, name: string, fallback: boolean): boolean {

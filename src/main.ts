@@ -3,6 +3,7 @@ import { createApp } from './app'
 import { everyHandler, listenForChanges, type ChangeListener } from './cache/change-listener'
 import { EventFeed } from './changes/event-feed'
 import { ContentCache } from './cache/content-cache'
+import { startEdgePurge } from './edge/edge-purger'
 import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
 import { runCommand } from './cli/run'
@@ -33,6 +34,7 @@ runCommand(async () => {
   let events: EventFeed | undefined
   let replicas: ReadReplicas | undefined
   let liveCounts: LiveCountCheck | undefined
+  let edge: ReturnType<typeof startEdgePurge> | undefined
   let listening: ReturnType<typeof listen>
   try {
     await prepareDatabase(sql, target, settings.databaseTimeoutMs, log)
@@ -48,8 +50,11 @@ runCommand(async () => {
     replicas = openReadReplicas(sql, settings, log)
     // C49: the event stream is fed by the same notifications, read from the change log (on the primary).
     events = new EventFeed({ sql, log, timeoutMs: settings.databaseTimeoutMs, maxSubscribers: settings.eventsMaxSubscribers, retentionDays: settings.syncRetentionDays })
-    const heard = [cache, replicas?.positions, events].filter((handlers) => handlers !== undefined)
-    listener = listenForChanges(settings.databaseListenUrl ?? target.url, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
+    // C51: the caches in front of the service are purged by one instance per database (each worker bids for the duty).
+    const primaryUrl = settings.databaseListenUrl ?? target.url
+    if (settings.purgeTargets.length > 0) edge = startEdgePurge({ sql, primaryUrl, settings, log })
+    const heard = [cache, replicas?.positions, events, edge?.purger].filter((handlers) => handlers !== undefined)
+    listener = listenForChanges(primaryUrl, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
     await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
@@ -59,6 +64,7 @@ runCommand(async () => {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     events?.close()
     liveCounts?.stop()
+    await edge?.stop()
     await listener?.stop()
     await replicas?.stop()
     await sql.end({ timeout: 1 })
@@ -93,6 +99,8 @@ runCommand(async () => {
       await server.stop(true)
     }
     liveCounts?.stop()
+    // The purge duty goes first: another instance takes it over (and purges everything) while this one stops.
+    await edge?.stop()
     await listener?.stop()
     await replicas?.stop()
     await sql.end({ timeout: 5 })

@@ -317,18 +317,19 @@ describe('C32: ETag and If-None-Match', () => {
     }
   })
 
-  test('C34: Surrogate-Key names the type and every item; X-Cache says where the answer came from', async () => {
+  test('C34/C51: Surrogate-Key names the type and every item, lists-{slug} where which entries are live matters, vitrine always; X-Cache says where the answer came from', async () => {
     const a = await addEntry(db.sql, { translations: { en: { slug: 'a' } } })
     const b = await addEntry(db.sql, { translations: { en: { slug: 'b' } } })
     await addEntry(db.sql, { status: 'draft', translations: { en: { slug: 'secret' } } })
     const list = await api.get(LIST)
-    expect(list.headers.get('surrogate-key')).toBe(`type-post entry-${b} entry-${a}`)
-    expect((await api.get(`${LIST}/a`)).headers.get('surrogate-key')).toBe(`type-post entry-${a}`)
-    expect((await api.get(`${LIST}/secret`)).headers.get('surrogate-key')).toBe('type-post')
+    expect(list.headers.get('surrogate-key')).toBe(`type-post lists-post entry-${b} entry-${a} vitrine`)
+    expect((await api.get(`${LIST}/a`)).headers.get('surrogate-key')).toBe(`type-post entry-${a} vitrine`)
+    // A write that makes it live names no key of this answer but lists-post.
+    expect((await api.get(`${LIST}/secret`)).headers.get('surrogate-key')).toBe('type-post lists-post vitrine')
     // A header holds Latin-1: a type named in another script is percent-encoded in its tag, never a 500.
     const japanese = await api.get('/api/v1/content/%E6%97%A5%E6%9C%AC')
-    expect([japanese.status, japanese.body, japanese.headers.get('surrogate-key')]).toEqual([404, { error: 'Content type not found.' }, 'type-%E6%97%A5%E6%9C%AC'])
-    expect((await api.get('/api/v1/content/a%20b')).headers.get('surrogate-key')).toBe('type-a%20b')
+    expect([japanese.status, japanese.body, japanese.headers.get('surrogate-key')]).toEqual([404, { error: 'Content type not found.' }, 'type-%E6%97%A5%E6%9C%AC lists-%E6%97%A5%E6%9C%AC vitrine'])
+    expect((await api.get('/api/v1/content/a%20b')).headers.get('surrogate-key')).toBe('type-a%20b lists-a%20b vitrine')
   })
 
   test('C33: 400 and 405 answers may be kept CACHE_MAX_AGE; 5xx never, and the service does not keep them', async () => {

@@ -22,6 +22,29 @@ describe('settings checked at start', () => {
     }
   })
 
+  test('C51: PURGE_URLS names http(s), fastly:// and cloudflare:// targets; a CDN target needs its token; the API URLs default to the real ones', () => {
+    const config = loadConfig({
+      PURGE_URLS: 'http://127.0.0.1:6081/, https://edge.example/purge ,fastly://SU1Z0isxPaozGVKXdv0eY,cloudflare://023e105f4ecef8ad9ca31a8372d0c353',
+      FASTLY_API_TOKEN: 'f',
+      CLOUDFLARE_API_TOKEN: 'c',
+    })
+    expect(config.purgeTargets).toEqual([
+      { kind: 'xkey', url: 'http://127.0.0.1:6081/' },
+      { kind: 'xkey', url: 'https://edge.example/purge' },
+      { kind: 'fastly', service: 'SU1Z0isxPaozGVKXdv0eY' },
+      { kind: 'cloudflare', zone: '023e105f4ecef8ad9ca31a8372d0c353' },
+    ])
+    expect([config.fastlyApiUrl, config.cloudflareApiUrl]).toEqual(['https://api.fastly.com', 'https://api.cloudflare.com'])
+    expect(loadConfig({}).purgeTargets).toEqual([])
+    expect(loadConfig({ FASTLY_API_URL: 'http://127.0.0.1:9/' }).fastlyApiUrl).toBe('http://127.0.0.1:9')
+    for (const bad of ['varnish', 'ftp://edge', 'fastly://', 'cloudflare://a/b', 'http://user:pw@edge/']) {
+      expect(() => loadConfig({ PURGE_URLS: bad })).toThrow(new ConfigError(`PURGE_URLS must be a comma-separated list of http(s)://host/path, fastly://<service id> or cloudflare://<zone id> URLs, not "${bad}".`))
+    }
+    expect(() => loadConfig({ PURGE_URLS: 'fastly://abc' })).toThrow(new ConfigError('FASTLY_API_TOKEN must be set: PURGE_URLS names a fastly:// service.'))
+    expect(() => loadConfig({ PURGE_URLS: 'cloudflare://abc' })).toThrow(new ConfigError('CLOUDFLARE_API_TOKEN must be set: PURGE_URLS names a cloudflare:// zone.'))
+    expect(() => loadConfig({ CLOUDFLARE_API_URL: 'api.cloudflare.com' })).toThrow(new ConfigError('CLOUDFLARE_API_URL must be an absolute http(s) URL, not "api.cloudflare.com".'))
+  })
+
   test('EXTENSIONS_DIR: a folder named on purpose must exist; the shipped default is not checked', () => {
     expect(() => loadConfig({ EXTENSIONS_DIR: '/no/such/folder' })).toThrow(new ConfigError('EXTENSIONS_DIR must be a folder that exists, not "/no/such/folder" (/no/such/folder).'))
     expect(() => loadConfig({ EXTENSIONS_DIR: import.meta.path })).toThrow(ConfigError)

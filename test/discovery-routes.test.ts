@@ -116,18 +116,18 @@ describe('C46: the discovery routes answer as C46 says', () => {
     }
   })
 
-  test('C32–C34: ETag of the bytes, 304 on If-None-Match (from the cache too), Surrogate-Key, X-Cache, the same bytes as an uncached service', async () => {
+  test('C32–C34, C51: ETag of the bytes, 304 on If-None-Match (from the cache too), Surrogate-Key, X-Cache, the same bytes as an uncached service', async () => {
     const bun = await addTerm(db.sql, 'tag', 'Bun')
     await addEntry(db.sql, { termIds: [bun] })
     await settled()
     const keys: Record<string, string> = {
-      '/api/v1/languages': 'languages',
-      '/api/v1/content-types': 'content-types type-page type-post',
-      '/api/v1/taxonomies': 'taxonomies',
-      [TERMS]: 'taxonomy-tag type-page type-post',
-      [`${TERMS}?type=post`]: 'taxonomy-tag type-post',
-      '/api/v1/taxonomies/nope/terms': 'taxonomy-nope',
-      '/api/v1': 'index',
+      '/api/v1/languages': 'languages vitrine',
+      '/api/v1/content-types': 'content-types type-page lists-page type-post lists-post vitrine',
+      '/api/v1/taxonomies': 'taxonomies vitrine',
+      [TERMS]: 'taxonomy-tag taxonomies type-page lists-page type-post lists-post vitrine',
+      [`${TERMS}?type=post`]: 'taxonomy-tag taxonomies type-post lists-post vitrine',
+      '/api/v1/taxonomies/nope/terms': 'taxonomy-nope taxonomies vitrine',
+      '/api/v1': 'index vitrine',
     }
     for (const [path, key] of Object.entries(keys)) {
       const miss = await cached.get(path)

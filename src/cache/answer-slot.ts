@@ -1,5 +1,5 @@
 import type { Config } from '../config'
-import type { RenderedBody } from '../content/content-answer'
+import { EVERY_ANSWER_TAG, type RenderedBody } from '../content/content-answer'
 import { readOf, type RequestReads } from '../hooks/context'
 import { corsHeaders } from '../http/cors'
 import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
@@ -65,10 +65,13 @@ export class AnswerSlot {
   readonly #cacheMaxAge: number
   readonly #log: Logger
   readonly #cors: (request: Request) => Record<string, string>
+  /** C51: Cloudflare purges by `Cache-Tag`, the same tags comma-separated. */
+  readonly #cacheTags: boolean
 
-  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins'>; log: Logger }) {
+  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger }) {
     this.#cache = cache
     this.#cacheMaxAge = config.cacheMaxAge
+    this.#cacheTags = config.purgeTargets.some((target) => target.kind === 'cloudflare')
     this.#log = log
     this.#cors = corsHeaders(config)
   }
@@ -139,9 +142,10 @@ export class AnswerSlot {
       ...this.#cors(request),
       ETag: output.etag,
       'Cache-Control': cacheControl(this.#cacheMaxAge, served.expiresAt),
-      'Surrogate-Key': output.surrogateKey,
+      'Surrogate-Key': `${output.surrogateKey} ${EVERY_ANSWER_TAG}`,
       'X-Cache': served.status satisfies CacheStatus,
     }
+    if (this.#cacheTags) headers['Cache-Tag'] = headers['Surrogate-Key']!.replaceAll(' ', ',')
     if (output.varyHeaders.length) headers.Vary = appendVary(headers.Vary, output.varyHeaders)
     if (served.status === 'HIT') headers.Age = String(served.ageSeconds)
     if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) {

@@ -1,6 +1,6 @@
 import type { Loaded } from '../cache/content-cache'
 import type { ContentAnswer, SyncEnvelope } from '../content/content-answer'
-import { encodeQueryValue, render } from '../content/content-answer'
+import { encodeQueryValue, listsTag, render, typeTag } from '../content/content-answer'
 import { toItem } from '../content/map-item'
 import type { Sql } from '../db/connect'
 import { contentTypeNotFound } from '../http/errors'
@@ -46,7 +46,7 @@ export async function loadSyncAnswer(options: SyncAnswerOptions): Promise<Loaded
   // Rows a token needs may have been pruned by a writer of the database (sql/change-log.md).
   if (token && [token.since, token.until].some((mark) => mark !== null && mark.at < page.prunedBefore)) throw expiredToken()
   const sync = { deleted: page.deleted, meta: nextUrls(options, page, token, language) }
-  const surrogateKeys = [`type-${encodeURIComponent(options.type)}`, ...page.rows.map((row) => `entry-${row.id}`)].join(' ')
+  const surrogateKeys = [typeTag(options.type), listsTag(options.type), ...page.rows.map((row) => `entry-${row.id}`)].join(' ')
   const languages = page.languages
   const goLiveMs = page.goLiveInSeconds === null ? Infinity : Math.max(0, page.goLiveInSeconds * 1000)
   const loaded = { typeId: page.typeId, expiresInMs: Math.min(goLiveMs, retainedMs(token, options.retentionDays)), language: page.languages.selected }

@@ -192,7 +192,9 @@ function entriesAnswer(
   meta: ListMeta | null,
   link: string | null,
 ): { value: ContentAnswer; bytes: number } {
-  const surrogateKeys = [typeTag(options.type), ...rows.map((row) => `entry-${row.id}`)].join(' ')
+  // A list's entries are not all it shows: which entries are live, and their count, are its too (C51).
+  const typeTags = meta === null ? [typeTag(options.type)] : [typeTag(options.type), listsTag(options.type)]
+  const surrogateKeys = [...typeTags, ...rows.map((row) => `entry-${row.id}`)].join(' ')
   if (options.withModel) {
     // The rows stay for the chain; their size is what the cache holds.
     return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
@@ -205,7 +207,8 @@ function entriesAnswer(
 function errorAnswer(message: string, type: string): { value: ContentAnswer; bytes: number } {
   const rendered = render({ error: message })
   const languages = { selected: null, default: null }
-  return { value: { status: 404, surrogateKeys: typeTag(type), rendered, rows: [], languages, meta: null, link: null }, bytes: rendered.body.byteLength + 256 }
+  // An entry not found may be found after a write that names no entry of this answer (C51).
+  return { value: { status: 404, surrogateKeys: `${typeTag(type)} ${listsTag(type)}`, rendered, rows: [], languages, meta: null, link: null }, bytes: rendered.body.byteLength + 256 }
 }
 
 /**
@@ -217,6 +220,19 @@ function errorAnswer(message: string, type: string): { value: ContentAnswer; byt
 export function typeTag(type: string): string {
   return `type-${encodeURIComponent(type)}`
 }
+
+/**
+ * C51: the tag of every answer of a type that depends on which of its entries
+ * are live, not only on the entries it shows (lists, totals, a 404): a write
+ * to an entry purges `entry-{id}` and this, and the other entries' answers stay.
+ * @example listsTag('post') // 'lists-post'
+ */
+export function listsTag(type: string): string {
+  return `lists-${encodeURIComponent(type)}`
+}
+
+/** C51: a tag every answer of the service carries, so that a cache in front of it can be purged of everything with one key. */
+export const EVERY_ANSWER_TAG = 'vitrine'
 
 /** C36: an answer is true until its type's next go-live. */
 export function expiresInMs(goLiveInSeconds: number | null): number {

@@ -1,7 +1,7 @@
 import type { SlotAnswer } from '../cache/answer-slot'
 import { ANY_LANGUAGE, type Loaded } from '../cache/content-cache'
 import { ANY_TYPE } from '../cache/answer-store'
-import { expiresInMs, render, typeTag, type RenderedBody } from '../content/content-answer'
+import { expiresInMs, listsTag, render, typeTag, type RenderedBody } from '../content/content-answer'
 import type { Sql } from '../db/connect'
 import { listContentTypes, listLanguages, listTaxonomies, listTerms, type TermListOptions } from './statements'
 import type { TermList } from './schemas'
@@ -38,7 +38,7 @@ export async function loadTaxonomiesAnswer({ sql, timeoutMs }: Options): Promise
  */
 export async function loadContentTypesAnswer({ sql, timeoutMs, countByScan }: Options & { countByScan: readonly string[] }): Promise<Loaded<DiscoveryAnswer>> {
   const list = await listContentTypes(sql, { countByScan, timeoutMs })
-  const tags = ['content-types', ...list.types.map((type) => typeTag(type.slug))].join(' ')
+  const tags = ['content-types', ...list.types.flatMap((type) => [typeTag(type.slug), listsTag(type.slug)])].join(' ')
   return answer(200, { data: list.types }, tags, ANY_TYPE, list.goLiveInSeconds)
 }
 
@@ -57,12 +57,13 @@ export async function loadTermsAnswer(
     limit: perPage,
     offset: Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER),
   })
-  const taxonomyTag = `taxonomy-${encodeURIComponent(taxonomy)}`
+  // `taxonomies` too: a write to the taxonomies or terms purges every terms answer (C51).
+  const taxonomyTag = `taxonomy-${encodeURIComponent(taxonomy)} taxonomies`
   if (!result.typeExists) return answer(404, { error: 'Content type not found.' }, typeTag(type ?? ''), null, null)
   if (!result.taxonomyExists) return answer(404, { error: 'Taxonomy not found.' }, taxonomyTag, null, null)
   const meta = { current_page: page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
   const body: TermList = { data: result.terms, meta }
-  const tags = [taxonomyTag, ...result.typeSlugs.map(typeTag)].join(' ')
+  const tags = [taxonomyTag, ...result.typeSlugs.flatMap((slug) => [typeTag(slug), listsTag(slug)])].join(' ')
   return answer(200, body, tags, type === null ? ANY_TYPE : result.typeId, result.goLiveInSeconds)
 }
 

@@ -65,9 +65,10 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', examples: ['public, no-cache'] },
   },
   'Surrogate-Key': {
-    description: 'Space-separated tags for purging a CDN: `type-{slug}`, and `entry-{id}` for each item (C34).',
+    description:
+      'Space-separated tags for purging a CDN: `type-{slug}`, and `entry-{id}` for each item (C34); `lists-{slug}` on the answers that depend on which entries of the type are live (lists, totals, 404s), and `vitrine` on every answer (C51).',
     required: true,
-    schema: { type: 'string', examples: ['type-post entry-42 entry-41'] },
+    schema: { type: 'string', examples: ['type-post lists-post entry-42 entry-41 vitrine'] },
   },
   'X-Cache': {
     description: "Whether the service's own cache answered (C34).",

@@ -39,6 +39,7 @@ const DISCOVERY_ROUTES = 'test/discovery-routes.test.ts'
 const EVENTS = ['test/events.test.ts']
 const REPLICAS = ['test/replicas.test.ts']
 const QUOTAS = ['test/quotas.test.ts']
+const EDGE = ['test/edge-purger.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -699,5 +700,24 @@ export const MUTANTS: Mutant[] = [
     regression: 'C52: a 429 may be kept by a shared cache (Cache-Control not no-store)',
     edits: [{ file: 'src/quotas/client-quotas.ts', find: "'Cache-Control': 'no-store' })", replace: "'Cache-Control': 'public, max-age=60' })" }],
     tests: QUOTAS,
+  },
+  // C51: the edge purge.
+  {
+    id: 'purge-dropped-after-failure',
+    regression: 'C51: a purge the target refused (non-2xx, refused, timeout) is dropped instead of retried',
+    edits: [{ file: 'src/edge/purge-queue.ts', find: '    this.#keep(unsent)\n', replace: '' }],
+    tests: EDGE,
+  },
+  {
+    id: 'second-purge-missing',
+    regression: 'C51: keys are purged once, not once more after DATABASE_TIMEOUT_MS (a cache keeps an answer that was in flight)',
+    edits: [{ file: 'src/edge/edge-purger.ts', find: '      for (const queue of this.#queues) queue.add(keys)\n    }, this.#options.timeoutMs)', replace: '    }, this.#options.timeoutMs)' }],
+    tests: EDGE,
+  },
+  {
+    id: 'purge-without-duty',
+    regression: 'C51: every instance sharing a database purges every change (no advisory lock)',
+    edits: [{ file: 'src/edge/purge-duty.ts', find: 'select pg_try_advisory_lock(${PURGE_DUTY_LOCK}::int8) as taken', replace: 'select true as taken' }],
+    tests: EDGE,
   },
 ]
