@@ -16,6 +16,8 @@ import { apiIndex } from './docs/api-index'
 import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
+import { routeTemplates } from './http/route-template'
+import { recordRequest } from './metrics/families'
 import { FilterRegistry } from './hooks/registry'
 import type { Logger } from './log'
 
@@ -69,6 +71,19 @@ export function createApp(dependencies: AppDependencies): App {
     .use(eventRoutes(dependencies))
     .use(discoveryRoutes(dependencies, slot))
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
-  const fetch = (request: Request) => slot.answer(request) ?? app.handle(request)
+  const routeOf = routeTemplates(app.routes.map((route) => route.path))
+  // C53: every request is counted here, where a cache hit and the routes' answers both pass.
+  const fetch = (request: Request) => {
+    const startedAt = performance.now()
+    const hit = slot.answer(request)
+    if (hit) {
+      recordRequest(request.method, routeOf(request.url), hit.status, (performance.now() - startedAt) / 1000)
+      return hit
+    }
+    return app.handle(request).then((response) => {
+      recordRequest(request.method, routeOf(request.url), response.status, (performance.now() - startedAt) / 1000)
+      return response
+    })
+  }
   return { fetch, handle: async (request) => fetch(request) }
 }
