@@ -65,6 +65,6 @@ export function listenForMetrics(config: Config, log: Logger, gather: () => Fami
     const why = code === 'EADDRINUSE' ? 'is in use by another process' : `cannot be bound (${error instanceof Error ? error.message : String(error)})`
     throw new ConfigError(`METRICS_PORT ${config.metricsPort} on METRICS_HOST ${config.metricsHost} ${why}.`)
   }
-  log.info('serving metrics', { url: `http://${config.metricsHost}:${server.port}/metrics` })
+  log.info('serving metrics', { metricsUrl: `http://${config.metricsHost}:${server.port}/metrics` })
   return server
 }
