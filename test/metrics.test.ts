@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../src/db/embedded'
+import { routeTemplates } from '../src/http/route-template'
 import { formatFor, writeExposition } from '../src/metrics/exposition'
 import { mergeSnapshots, Registry } from '../src/metrics/registry'
 import { createTestDatabase } from './support/database'
@@ -230,6 +231,30 @@ describe('C53: the registry and its writer', () => {
     expect(formatFor('text/plain')).toBe('prometheus')
     expect(formatFor('application/openmetrics-text; version=1.0.0')).toBe('openmetrics')
     expect(formatFor('application/openmetrics-text;q=0, text/plain')).toBe('prometheus')
+  })
+})
+
+describe('C53: the route template of a request URL', () => {
+  test('a template, never the path; static segments win over parameters; anything else is other', () => {
+    const routeOf = routeTemplates(['/', '/api/v1', '/api/v1/content/:type', '/api/v1/content/:type/:slug', '/api/v1/content-types', '/api/v1/taxonomies/:taxonomy/terms', '/api/v1/sync/:type', '/media/*'])
+    const cases: [string, string][] = [
+      ['http://localhost/', '/'],
+      ['http://localhost/api/v1', '/api/v1'],
+      ['http://localhost/api/v1/content/post?page=2&slug=/x/y', '/api/v1/content/{type}'],
+      ['http://localhost/api/v1/content/post/hello', '/api/v1/content/{type}/{slug}'],
+      ['http://localhost/api/v1/content-types', '/api/v1/content-types'],
+      ['http://localhost/api/v1/taxonomies/tag/terms', '/api/v1/taxonomies/{taxonomy}/terms'],
+      ['http://localhost/api/v1/sync/post', '/api/v1/sync/{type}'],
+      ['http://localhost/media/2024/a.png', '/media/{path}'],
+      ['/api/v1/content/post', '/api/v1/content/{type}'],
+      ['http://localhost/api/v1/', 'other'],
+      ['http://localhost/api/v1/content/post/', 'other'],
+      ['http://localhost/api/v1/content//x', 'other'],
+      ['http://localhost/api/v1/taxonomies/tag/terms/more', 'other'],
+      ['http://localhost/wp-login.php', 'other'],
+      ['http://localhost', 'other'],
+    ]
+    expect(cases.map(([url]) => [url, routeOf(url)])).toEqual(cases)
   })
 })
 
