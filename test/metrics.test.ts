@@ -4,10 +4,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../src/db/embedded'
 import { routeTemplates } from '../src/http/route-template'
+import { CONTENT_ITEM_HOOK } from '../src/hooks/extension'
+import { FilterRegistry } from '../src/hooks/registry'
 import { formatFor, writeExposition } from '../src/metrics/exposition'
+import { recordMetrics, registry, resetMetrics } from '../src/metrics/families'
 import { mergeSnapshots, Registry } from '../src/metrics/registry'
+import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
 import { addEntry } from './support/fixtures'
+import { replicatedTestApp } from './support/replicated-app'
 import { startService, type RunningService } from './support/service'
 import { waitFor } from './support/wait'
 
@@ -231,6 +236,44 @@ describe('C53: the registry and its writer', () => {
     expect(formatFor('text/plain')).toBe('prometheus')
     expect(formatFor('application/openmetrics-text; version=1.0.0')).toBe('openmetrics')
     expect(formatFor('application/openmetrics-text;q=0, text/plain')).toBe('prometheus')
+  })
+})
+
+describe('C53: families recorded in process', () => {
+  test('a filter callback is timed under its file and name; statements under their lane and server', async () => {
+    resetMetrics()
+    recordMetrics(true)
+    const filters = new FilterRegistry()
+    filters.add(CONTENT_ITEM_HOOK, function tagged(item) { return item }, {}, 'extensions/10-tagged.ts')
+    filters.add(CONTENT_ITEM_HOOK, (item) => item, {}, 'extensions/10-tagged.ts')
+    const api = testApp(db.url, { METRICS_PORT: '9464' }, filters)
+    try {
+      expect((await api.get('/api/v1/content/post')).status).toBe(200)
+      const samples = parseExposition(writeExposition(registry.snapshot(), 'prometheus'))
+      expect(sumOf(samples, 'vitrine_hook_duration_seconds_count', { callback: 'extensions/10-tagged.ts:tagged' })).toBe(1)
+      expect(sumOf(samples, 'vitrine_hook_duration_seconds_count', { callback: 'extensions/10-tagged.ts:#2' })).toBe(1)
+      expect(sumOf(samples, 'vitrine_db_statement_duration_seconds_count', { statement: 'cheap', server: 'primary' })).toBeGreaterThanOrEqual(1)
+      expect(sumOf(samples, REQUESTS, { http_route: '/api/v1/content/{type}', http_response_status_code: '200' })).toBe(1)
+    } finally {
+      await api.close()
+      recordMetrics(false)
+    }
+  })
+
+  test('a replica is labelled by its index: out of the rotation when it is no standby, its statements under replica-0', async () => {
+    resetMetrics()
+    recordMetrics(true)
+    // The primary named as a replica: reachable, but not in recovery, so never in the rotation.
+    const api = await replicatedTestApp(db.url, [db.url])
+    try {
+      await api.replicas.checkAll()
+      const samples = parseExposition(writeExposition(registry.snapshot(), 'prometheus'))
+      expect(samples.filter((sample) => sample.name === 'vitrine_replica_in_rotation')).toEqual([{ name: 'vitrine_replica_in_rotation', labels: { replica: '0' }, value: 0 }])
+      expect(sumOf(samples, 'vitrine_db_statement_duration_seconds_count', { server: 'replica-0' })).toBeGreaterThanOrEqual(1)
+    } finally {
+      await api.close()
+      recordMetrics(false)
+    }
   })
 })
 
