@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../src/db/embedded'
@@ -273,6 +273,16 @@ describe('C53: families recorded in process', () => {
     } finally {
       await api.close()
       recordMetrics(false)
+    }
+  })
+})
+
+describe('C53: the metrics room', () => {
+  test('imports none of the rooms that record into it (docs: a room that records imports src/metrics/, never the other way)', () => {
+    const dir = join(import.meta.dir, '..', 'src', 'metrics')
+    for (const file of readdirSync(dir)) {
+      const imports = [...readFileSync(join(dir, file), 'utf8').matchAll(/from '([^']+)'/g)].map(([, from]) => from)
+      expect([file, imports.filter((from) => !from.startsWith('./') && from !== 'bun')]).toEqual([file, []])
     }
   })
 })
