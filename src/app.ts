@@ -12,6 +12,8 @@ import { apiIndex } from './docs/api-index'
 import { buildOpenApiDocument } from './docs/openapi-document'
 import { healthRoutes } from './http/health'
 import { requestPolicy } from './http/request-policy'
+import { routeTemplates } from './http/route-template'
+import { recordRequest } from './metrics/families'
 import { FilterRegistry } from './hooks/registry'
 import { ClientQuotas } from './quotas/client-quotas'
 import { describeQuotas } from './quotas/openapi'
@@ -51,6 +53,18 @@ export function createApp(dependencies: AppDependencies): App {
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
   const answer = (request: Request) => slot.answer(request) ?? app.handle(request)
   const quotas = ClientQuotas.of(config, dependencies.log, dependencies.peerAddress)
-  const fetch = quotas ? quotas.guard(answer) : answer
+  const guarded = quotas ? quotas.guard(answer) : answer
+  const routeOf = routeTemplates(app.routes.map((route) => route.path))
+  // C53: with METRICS_PORT, every request is counted here, where a cache hit, a 429 and the routes' answers all pass.
+  const measured = (request: Request) => {
+    const startedAt = performance.now()
+    const record = (response: Response) => {
+      recordRequest(request.method, routeOf(request.url), response.status, (performance.now() - startedAt) / 1000)
+      return response
+    }
+    const answered = guarded(request)
+    return answered instanceof Response ? record(answered) : answered.then(record)
+  }
+  const fetch = config.metricsPort === undefined ? guarded : measured
   return { fetch, handle: async (request) => fetch(request) }
 }

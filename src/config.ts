@@ -68,6 +68,10 @@ export interface Config {
   cloudflareApiUrl: string
   /** CLOUDFLARE_API_TOKEN: required with a `cloudflare://` target. */
   cloudflareApiToken: string | undefined
+  /** METRICS_PORT (C53): where `GET /metrics` is served, never on PORT; undefined (the default): no metrics. 0 picks a free port. */
+  metricsPort: number | undefined
+  /** METRICS_HOST: the metrics listener's address; HOST by default. */
+  metricsHost: string
   /** WORKERS: processes serving the port together. */
   workers: number
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
@@ -107,7 +111,11 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'sile
  */
 export function loadConfig(env: Env): Config {
   const port = readInteger(env, 'PORT', 3000, 0, 65535)
-  const host = readHost(env)
+  const host = readHost(env, 'HOST', '0.0.0.0')
+  const metricsPort = readText(env, 'METRICS_PORT') === undefined ? undefined : readInteger(env, 'METRICS_PORT', 0, 0, 65535)
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${port}): the metrics are never served on the public port.`)
+  }
   const publicUrl = trimSlash(readHttpUrl(env, 'PUBLIC_URL') ?? `http://localhost:${port}`)
   const databasePoolMax = readInteger(env, 'DATABASE_POOL_MAX', 10, 1, 1000)
   return {
@@ -139,6 +147,8 @@ export function loadConfig(env: Env): Config {
     syncRetentionDays: readInteger(env, 'SYNC_RETENTION_DAYS', 30, 1, 3650),
     eventsMaxSubscribers: readInteger(env, 'EVENTS_MAX_SUBSCRIBERS', 10_000, 0, 1_000_000),
     ...readPurgeSettings(env),
+    metricsPort,
+    metricsHost: readHost(env, 'METRICS_HOST', host),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
     demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,
@@ -167,10 +177,10 @@ function readInteger(env: Env, name: string, fallback: number, min: number, max:
 /** A host name as RFC 1123 allows: dot-separated labels of letters, digits and inner hyphens. */
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i
 
-function readHost(env: Env): string {
-  const text = readText(env, 'HOST') ?? '0.0.0.0'
+function readHost(env: Env, name: string, fallback: string): string {
+  const text = readText(env, name) ?? fallback
   if (isIP(text) || HOST_NAME.test(text)) return text
-  throw new ConfigError(`HOST must be an IP address or a host name (0.0.0.0 for every interface, 127.0.0.1, ::, localhost), not "${text}".`)
+  throw new ConfigError(`${name} must be an IP address or a host name (0.0.0.0 for every interface, 127.0.0.1, ::, localhost), not "${text}".`)
 }
 
 /** The shipped folder may be absent (no extension); a folder named on purpose must exist, or its extensions would silently not apply. */

@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net'
 import { createApp } from './app'
-import { everyHandler, listenForChanges, type ChangeListener } from './cache/change-listener'
+import { everyHandler, listenForChanges, type ChangeHandlers, type ChangeListener } from './cache/change-listener'
 import { EventFeed } from './changes/event-feed'
 import { ContentCache } from './cache/content-cache'
 import { startEdgePurge } from './edge/edge-purger'
@@ -14,8 +14,10 @@ import { openReadReplicas, type ReadReplicas } from './db/replicas'
 import { resolveDatabase, type DatabaseTarget } from './db/open'
 import { seedDemo } from './demo/seed-demo'
 import { loadExtensions } from './hooks/loader'
-import { listen } from './http/listen'
+import { listen, listenForMetrics } from './http/listen'
 import { peerAddress } from './http/serve'
+import { recordChangeListener, recordMetrics, registry, watchCacheBytes, watchEventSubscribers, watchPurgePendingKeys } from './metrics/families'
+import { answerScrapes } from './metrics/worker-scrapes'
 import { createLogger, type Logger } from './log'
 import { superviseWorkers } from './workers'
 
@@ -36,6 +38,7 @@ runCommand(async () => {
   let liveCounts: LiveCountCheck | undefined
   let edge: ReturnType<typeof startEdgePurge> | undefined
   let listening: ReturnType<typeof listen>
+  let metrics: ReturnType<typeof listenForMetrics>
   try {
     await prepareDatabase(sql, target, settings.databaseTimeoutMs, log)
     if (settings.workers > 1 && !settings.isWorker) {
@@ -46,23 +49,33 @@ runCommand(async () => {
     }
     // C35/C36: answers from memory while the database's change notifications are heard.
     const cache = settings.cache ? new ContentCache<SlotAnswer, PreparedAnswer>(settings.cacheMaxBytes) : undefined
+    // C53: recorded only with METRICS_PORT; a worker's are scraped through its supervisor.
+    recordMetrics(settings.metricsPort !== undefined)
+    recordChangeListener(false)
+    if (cache) watchCacheBytes(() => cache.stats.bytes)
     // C50: replicas serve content reads only past the notified changes, so their positions hear the listener, cache or not.
     replicas = openReadReplicas(sql, settings, log)
     // C49: the event stream is fed by the same notifications, read from the change log (on the primary).
     events = new EventFeed({ sql, log, timeoutMs: settings.databaseTimeoutMs, maxSubscribers: settings.eventsMaxSubscribers, retentionDays: settings.syncRetentionDays })
+    watchEventSubscribers(() => events?.subscribers ?? 0)
     // C51: the caches in front of the service are purged by one instance per database (each worker bids for the duty).
     const primaryUrl = settings.databaseListenUrl ?? target.url
     if (settings.purgeTargets.length > 0) edge = startEdgePurge({ sql, primaryUrl, settings, log })
-    const heard = [cache, replicas?.positions, events, edge?.purger].filter((handlers) => handlers !== undefined)
+    if (edge) watchPurgePendingKeys(() => edge?.purger.pendingKeys ?? 0)
+    const heard = [cache, replicas?.positions, events, edge?.purger, listenerMetric].filter((handlers) => handlers !== undefined)
     listener = listenForChanges(primaryUrl, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
     await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
+    // C53: a worker's metrics are scraped through its supervisor, which holds METRICS_PORT.
+    if (settings.isWorker && settings.metricsPort !== undefined) answerScrapes(() => registry.snapshot())
+    metrics = settings.isWorker ? undefined : listenForMetrics(settings, log, () => registry.snapshot())
     listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, replicas, peerAddress: (request) => peerAddress(server, request), closeConnection: (request) => server.timeout(request, 1) }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     events?.close()
+    void metrics?.stop(true)
     liveCounts?.stop()
     await edge?.stop()
     await listener?.stop()
@@ -93,6 +106,7 @@ runCommand(async () => {
     log.info('shutting down: finishing requests in flight', { signal, graceMs: config.shutdownGraceMs })
     // Event streams never finish by themselves: they end now, and their clients reconnect elsewhere.
     events?.close()
+    void metrics?.stop(true)
     const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(config.shutdownGraceMs).then(() => false)])
     if (!drained) {
       log.warn('grace period over: closing the remaining connections')
@@ -111,6 +125,14 @@ runCommand(async () => {
   process.on('SIGINT', () => void shutdown('SIGINT'))
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
 })
+
+/** C53: vitrine_change_listener_up hears the listener as the cache does. */
+const listenerMetric: ChangeHandlers = {
+  onListening: () => recordChangeListener(true),
+  onLost: () => recordChangeListener(false),
+  onChange: () => {},
+  onLanguages: () => {},
+}
 
 /**
  * The embedded database is this process's own: keep it migrated, and give a new

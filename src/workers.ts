@@ -1,8 +1,11 @@
 import type { Subprocess } from 'bun'
 import type { Config } from './config'
 import type { DatabaseTarget } from './db/open'
+import { listenForMetrics } from './http/listen'
 import { portInUse } from './http/serve'
 import type { Logger } from './log'
+import { registry } from './metrics/families'
+import { WorkerScrapes } from './metrics/worker-scrapes'
 
 /** Set in the environment of the processes `superviseWorkers` starts; read by config.ts. */
 export const WORKER_VARIABLE = 'VITRINE_WORKER'
@@ -14,7 +17,9 @@ export const DEMO_MEDIA_VARIABLE = 'VITRINE_DEMO_MEDIA'
  * one started and migrated here), makes sure the port is free, then runs n
  * copies of the service on that port with `reusePort`, each with its own pool,
  * cache and change listener. It forwards SIGTERM and SIGINT, waits for them,
- * restarts one that dies, and stops the embedded database last.
+ * restarts one that dies, and stops the embedded database last. With
+ * METRICS_PORT, it serves the metrics of every worker, gathered over Bun's IPC
+ * at each scrape (src/metrics/worker-scrapes.ts).
  * @example await superviseWorkers(config, log, target)
  */
 export async function superviseWorkers(config: Config, log: Logger, target: DatabaseTarget): Promise<void> {
@@ -22,23 +27,35 @@ export async function superviseWorkers(config: Config, log: Logger, target: Data
   // The workers get the embedded database's URL: whether it is the embedded one (the demo's images served) is said apart.
   const env = { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url, [DEMO_MEDIA_VARIABLE]: target.embedded ? '1' : '0' }
   const workers = new Set<Subprocess>()
+  const scrapes = new WorkerScrapes()
   let stopping = false
   const start = (index: number) => {
-    const worker = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit' })
+    const worker = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], {
+      env,
+      stdin: 'ignore',
+      stdout: 'inherit',
+      stderr: 'inherit',
+      ipc: (message, from) => scrapes.receive(from, message),
+    })
     workers.add(worker)
+    scrapes.add(worker, (message) => worker.send(message))
     void worker.exited.then((code) => {
       workers.delete(worker)
+      scrapes.remove(worker)
       if (stopping) return
       log.error('a worker exited: starting another', { worker: index, code })
       setTimeout(() => stopping || start(index), 1000)
     })
   }
+  // Bound before any worker starts: a METRICS_PORT in use stops the start with nothing left running.
+  const metrics = listenForMetrics(config, log, () => scrapes.gather(registry.snapshot()))
   for (let index = 1; index <= config.workers; index++) start(index)
   log.info('supervising workers', { workers: config.workers, port })
 
   const shutdown = async () => {
     if (stopping) return
     stopping = true
+    void metrics?.stop(true)
     // SIGTERM whatever came: Ctrl-C has already sent SIGINT to every worker (one process
     // group), and a worker takes only a second signal of the same kind as "close now".
     for (const worker of workers) worker.kill('SIGTERM')

@@ -45,6 +45,16 @@ describe('settings checked at start', () => {
     expect(() => loadConfig({ CLOUDFLARE_API_URL: 'api.cloudflare.com' })).toThrow(new ConfigError('CLOUDFLARE_API_URL must be an absolute http(s) URL, not "api.cloudflare.com".'))
   })
 
+  test('C53: METRICS_PORT is off by default; METRICS_HOST defaults to HOST; bad values name the variable', () => {
+    expect(loadConfig({})).toMatchObject({ metricsPort: undefined, metricsHost: '0.0.0.0' })
+    expect(loadConfig({ METRICS_PORT: '9464', HOST: '127.0.0.1' })).toMatchObject({ metricsPort: 9464, metricsHost: '127.0.0.1' })
+    expect(loadConfig({ METRICS_PORT: '0', METRICS_HOST: '::1' })).toMatchObject({ metricsPort: 0, metricsHost: '::1' })
+    expect(() => loadConfig({ METRICS_PORT: 'x' })).toThrow(new ConfigError('METRICS_PORT must be a whole number from 0 to 65535, not "x".'))
+    expect(() => loadConfig({ METRICS_PORT: '70000' })).toThrow(ConfigError)
+    expect(() => loadConfig({ METRICS_PORT: '3000' })).toThrow(new ConfigError('METRICS_PORT must differ from PORT (3000): the metrics are never served on the public port.'))
+    expect(() => loadConfig({ METRICS_PORT: '9464', METRICS_HOST: 'my host' })).toThrow(new ConfigError('METRICS_HOST must be an IP address or a host name (0.0.0.0 for every interface, 127.0.0.1, ::, localhost), not "my host".'))
+  })
+
   test('EXTENSIONS_DIR: a folder named on purpose must exist; the shipped default is not checked', () => {
     expect(() => loadConfig({ EXTENSIONS_DIR: '/no/such/folder' })).toThrow(new ConfigError('EXTENSIONS_DIR must be a folder that exists, not "/no/such/folder" (/no/such/folder).'))
     expect(() => loadConfig({ EXTENSIONS_DIR: import.meta.path })).toThrow(ConfigError)

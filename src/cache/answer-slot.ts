@@ -6,6 +6,7 @@ import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
 import { logRequest, requestIdOf } from '../http/request-policy'
 import type { Logger } from '../log'
+import { recordCacheRequest } from '../metrics/families'
 import type { CachedRead, CacheStatus, ContentCache, Loaded } from './content-cache'
 
 /**
@@ -88,7 +89,12 @@ export class AnswerSlot {
    * @example await slot.read(['languages'], ANY_LANGUAGE, () => loadLanguagesAnswer(options))
    */
   async read<Answer extends SlotAnswer>(key: readonly unknown[], language: string | null, load: () => Promise<Loaded<Answer>>): Promise<CachedRead<Answer>> {
-    if (this.#cache) return this.#cache.read(JSON.stringify(key), language, load)
+    if (this.#cache) {
+      const read = await this.#cache.read<Answer>(JSON.stringify(key), language, load)
+      recordCacheRequest(read.status === 'HIT' ? 'hit' : read.status === 'MISS' ? 'miss' : 'bypass')
+      return read
+    }
+    recordCacheRequest('bypass')
     const startedAt = performance.now()
     const loaded = await load()
     return { value: loaded.value, status: 'BYPASS', ageSeconds: 0, expiresAt: startedAt + loaded.expiresInMs, place: null }
@@ -113,6 +119,7 @@ export class AnswerSlot {
     const startedAt = performance.now()
     const found = this.#cache.lookup(targetOf(request.url), (name) => readOf(request, name))
     if (found === undefined) return null
+    recordCacheRequest('hit')
     const requestId = requestIdOf(request)
     const ageSeconds = Math.floor((startedAt - found.storedAt) / 1000)
     const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD')

@@ -1,3 +1,5 @@
+import { recordCacheEviction } from '../metrics/families'
+
 /**
  * A bounded store of content answers, least recently used out first, by
  * bytes. It knows nothing of HTTP or PostgreSQL: an answer is a value with a
@@ -101,6 +103,7 @@ export class AnswerStore<Value> {
     for (const [oldest, stored] of this.#answers) {
       if (this.#bytes <= this.maxBytes) break
       this.#remove(oldest, stored)
+      recordCacheEviction()
     }
   }
 

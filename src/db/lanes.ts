@@ -11,6 +11,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 
+import { recordHeavyLaneWaiting } from '../metrics/families'
+
 /** A pool's lane settings: DATABASE_HEAVY_MAX and DATABASE_HEAVY_QUEUE. */
 export interface LaneSettings {
   slots: number
@@ -59,10 +61,12 @@ export class HeavyLane {
         },
         timer: setTimeout(() => {
           this.waiting.splice(this.waiting.indexOf(waiter), 1)
+          recordHeavyLaneWaiting(-1)
           reject(new LaneRefusal('HEAVY_WAIT_TIMEOUT', `No heavy place came free within ${Math.round(waitMs)} ms.`))
         }, Math.max(0, waitMs)),
       }
       this.waiting.push(waiter)
+      recordHeavyLaneWaiting(1)
     })
   }
 
@@ -73,7 +77,9 @@ export class HeavyLane {
       if (left) return
       left = true
       this.running--
-      this.waiting.shift()?.admit()
+      const next = this.waiting.shift()
+      if (next) recordHeavyLaneWaiting(-1)
+      next?.admit()
     }
   }
 }

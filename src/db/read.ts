@@ -2,6 +2,7 @@ import type { PendingQuery, Row } from 'postgres'
 import type { AnswerTypes } from '../cache/answer-store'
 import { withDeadline, type Sql } from './connect'
 import { heavyAdmissions, heavyLaneOf, LaneRefusal } from './lanes'
+import { recordHeavyLaneRefused, recordStatement } from '../metrics/families'
 
 /**
  * Why the database could not answer. None of them is the client's fault, nor
@@ -55,9 +56,20 @@ const PROBE_EVERY_MS = 100
 interface PoolHealth {
   refusing: DatabaseUnavailableError | null
   lastProbe: number
+  /** The server label of its statements' metric (C53): `primary`, or `replica-<index>` (nameServer). */
+  server: string
 }
 
 const health = new WeakMap<object, PoolHealth>()
+const serverNames = new WeakMap<object, string>()
+
+/**
+ * How the statement metric names the server a pool reads (C53); a pool not named is the primary.
+ * @example nameServer(replicaPool, 'replica-0')
+ */
+export function nameServer(pool: Sql, name: string): void {
+  serverNames.set(pool, name)
+}
 
 /**
  * Runs one read statement within `timeoutMs`. A statement whose connection
@@ -88,7 +100,7 @@ export async function runRead<T extends readonly Row[]>(pool: Sql, build: (sql: 
   const router = options.answerType && readRouters.get(pool)
   if (router) return router.read(build, timeoutMs, { heavy: options.heavy ?? false, answerType: options.answerType! })
   const { heavy = false, retryLost = true } = options
-  const state = health.get(pool) ?? { refusing: null, lastProbe: 0 }
+  const state = health.get(pool) ?? { refusing: null, lastProbe: 0, server: serverNames.get(pool) ?? 'primary' }
   health.set(pool, state)
   if (state.refusing) {
     if (performance.now() - state.lastProbe < PROBE_EVERY_MS) throw state.refusing
@@ -102,6 +114,7 @@ export async function runRead<T extends readonly Row[]>(pool: Sql, build: (sql: 
   // Admitted with too little time left to answer: give the place on rather than send a statement bound to be cancelled.
   if (deadline - performance.now() < Math.min(MIN_HEAVY_TIME_MS, timeoutMs / 10)) {
     leave()
+    recordHeavyLaneRefused()
     throw new DatabaseUnavailableError('busy', new LaneRefusal('HEAVY_WAIT_TIMEOUT', 'A heavy place came free too late to run the statement within the deadline.'))
   }
   const sent: { statement?: Promise<unknown> } = {}
@@ -165,7 +178,10 @@ async function enterLane(lane: NonNullable<ReturnType<typeof heavyLaneOf>>, wait
   try {
     return await lane.enter(waitMs)
   } catch (error) {
-    if (error instanceof LaneRefusal) throw new DatabaseUnavailableError('busy', error)
+    if (error instanceof LaneRefusal) {
+      recordHeavyLaneRefused()
+      throw new DatabaseUnavailableError('busy', error)
+    }
     throw error
   }
 }
@@ -177,11 +193,15 @@ async function runWithin<T extends readonly Row[]>(state: PoolHealth, build: () 
     sent.statement = statement
     // The driver's per-statement hook (connection.js execute): false marks the connection full until the statement ends.
     if (keepConnection) (statement as unknown as { options: { onexecute?: () => boolean } }).options.onexecute = () => false
+    const startedAt = performance.now()
     try {
       const rows = await withDeadline(statement, Math.max(1, deadline - performance.now()), () => statement.cancel())
       state.refusing = null
+      // C53: statements have no names yet; their lane (C47) tells the costly from the cheap.
+      recordStatement(keepConnection ? 'heavy' : 'cheap', state.server, (performance.now() - startedAt) / 1000)
       return rows
     } catch (error) {
+      recordStatement(keepConnection ? 'heavy' : 'cheap', state.server, (performance.now() - startedAt) / 1000)
       const failure = toDatabaseFailure(error, wasSent(statement))
       if (failure?.reason === 'connect') {
         state.refusing = failure

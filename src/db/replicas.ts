@@ -4,7 +4,8 @@ import type { Config } from '../config'
 import type { Logger } from '../log'
 import { openReadPool, type Sql } from './connect'
 import { NotifiedPositions, parsePosition } from './notified-positions'
-import { DatabaseUnavailableError, routeReads, runRead, type ReadRouter } from './read'
+import { DatabaseUnavailableError, nameServer, routeReads, runRead, type ReadRouter } from './read'
+import { recordReplica } from '../metrics/families'
 
 /** How often every replica's health and replay position are checked. */
 const CHECK_EVERY_MS = 1000
@@ -24,6 +25,8 @@ export interface ReplicaStatus {
 }
 
 interface Replica {
+  /** Its place in DATABASE_READ_URLS, from 0: its label in the metrics (C53). */
+  index: number
   name: string
   pool: Sql
   serving: boolean
@@ -75,7 +78,7 @@ export class ReadReplicas implements ReadRouter {
     private readonly options: ReplicaOptions,
   ) {
     // Out of the rotation until a first check finds it a standby, caught up.
-    this.#replicas = replicas.map(({ name, pool }) => ({ name, pool, serving: false, reason: NOT_CHECKED, replayed: NOTHING, checking: false }))
+    this.#replicas = replicas.map(({ name, pool }, index) => ({ index, name, pool, serving: false, reason: NOT_CHECKED, replayed: NOTHING, checking: false }))
   }
 
   /** Checks every replica now and every CHECK_EVERY_MS from now on; resolves when the first checks are done. */
@@ -142,6 +145,7 @@ export class ReadReplicas implements ReadRouter {
       const replayed = parsePosition(row.replayed)
       if (replayed > replica.replayed) replica.replayed = replayed
       const lagMs = this.positions.lagMs(replica.replayed)
+      recordReplica(replica.index, lagMs / 1000, lagMs <= this.options.maxLagMs)
       if (lagMs > this.options.maxLagMs) return this.#leave(replica, `lagging ${Math.round(lagMs)} ms behind the last notified change`)
       if (!replica.serving) {
         replica.serving = true
@@ -160,6 +164,7 @@ export class ReadReplicas implements ReadRouter {
     const news = replica.serving || replica.reason === NOT_CHECKED
     replica.serving = false
     replica.reason = reason
+    recordReplica(replica.index, null, false)
     if (news) this.options.log.warn('a read replica left the rotation: its reads go elsewhere until a check finds it well', { replica: replica.name, reason })
   }
 
@@ -196,9 +201,11 @@ export function openReadReplicas(
     `, timeoutMs)
     return parsePosition(row.position)
   }, log)
-  const pools = config.databaseReadUrls.map((url) => {
+  const pools = config.databaseReadUrls.map((url, index) => {
     const name = replicaName(url)
-    return { name, pool: openReadPool(url, config, onQuery && ((query) => onQuery(name, query))) }
+    const pool = openReadPool(url, config, onQuery && ((query) => onQuery(name, query)))
+    nameServer(pool, `replica-${index}`)
+    return { name, pool }
   })
   const replicas = new ReadReplicas(primary, pools, positions, { maxLagMs: config.replicaMaxLagMs, timeoutMs, log })
   routeReads(primary, replicas)

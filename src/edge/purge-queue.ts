@@ -1,4 +1,5 @@
 import type { PurgeTarget } from '../config'
+import { recordPurgeRequest } from '../metrics/families'
 import type { Logger } from '../log'
 import { purgeBatches, sendPurge, targetName, type PurgeApis } from './purge-targets'
 
@@ -92,9 +93,11 @@ export class PurgeQueue {
       try {
         await sendPurge(this.target, batch, this.options.apis)
         counts.acknowledged++
+        recordPurgeRequest(this.name, 'ok')
         this.#sendingKeys -= batch.length
       } catch (error) {
         counts.failed++
+        recordPurgeRequest(this.name, 'failed')
         unsent = batches.slice(index).flat()
         if (this.#failures === 0) this.options.log.warn('edge purge failed; retrying until it is acknowledged', { target: this.name, error })
         break

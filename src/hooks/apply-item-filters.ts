@@ -1,6 +1,7 @@
 import type { SchemaMismatchPolicy } from '../config'
 import { Item } from '../content/schemas'
 import type { Logger } from '../log'
+import { recordHook } from '../metrics/families'
 import type { RequestContext } from './context'
 import type { EntryModel, ItemData } from './extension'
 import { describeCallback, type FilterRegistry, type RegisteredFilter } from './registry'
@@ -66,11 +67,14 @@ async function filterOne(
   for (const filter of filters) {
     let result: unknown
     if (filter.volatile) reads.volatile = true
+    const startedAt = performance.now()
     try {
       result = filter.callback(data, model, context)
       if (isThenable(result)) result = await settleWithin(Promise.resolve(result), timeoutMs, filter)
     } catch (error) {
       throw error instanceof FilterError ? error : new FilterError(filter, `threw: ${describe(error)}`, { cause: error })
+    } finally {
+      recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
     }
     if (result === null) return null
     if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')

@@ -16,6 +16,8 @@ export interface RegisteredFilter {
   schemaMismatch(output: unknown): string | undefined
   /** Its output depends on more than the entry and the request: never kept (C38). */
   volatile: boolean
+  /** Its file and name (`src/hooks/extensions/20-x.ts:hideDrafts`, `…:#2` for an inline arrow): its label in the metrics (C53). */
+  metricName: string
 }
 
 interface Registration {
@@ -79,7 +81,8 @@ export class FilterRegistry {
       } catch (error) {
         throw new TypeError(`The filter callback ${describeCallback(registration)}: ${(error as Error).message}`)
       }
-      return { ...registration, itemSchema: shape, schemaMismatch: compileMismatchFinder(shape) }
+      const metricName = `${registration.source}:${registration.callback.name || `#${registration.index}`}`
+      return { ...registration, itemSchema: shape, schemaMismatch: compileMismatchFinder(shape), metricName }
     })
   }
 }

@@ -1,5 +1,7 @@
 import { loadConfig, ConfigError, type Config } from '../config'
 import type { Logger } from '../log'
+import { serveMetrics } from '../metrics/listener'
+import type { FamilySnapshot } from '../metrics/registry'
 import { PortInUseError, serveApp, type Fetchable } from './serve'
 
 export interface Listening {
@@ -45,4 +47,24 @@ function bindFailure(error: unknown, { host, port }: Config): string {
   if (code === 'ENOTFOUND') return `HOST ${host} does not resolve to an address of this machine.`
   if (code === 'EACCES') return `PORT ${port} needs privileges this process lacks: choose a PORT above 1023.`
   return `Cannot listen on HOST ${host}, PORT ${port}: ${error instanceof Error ? error.message : String(error)}`
+}
+
+/**
+ * METRICS_PORT on METRICS_HOST (C53): the metrics listener, or undefined when
+ * METRICS_PORT is not set. A port that cannot be bound stops the start with one
+ * line naming METRICS_PORT.
+ * @example const metrics = listenForMetrics(config, log, () => registry.snapshot())
+ */
+export function listenForMetrics(config: Config, log: Logger, gather: () => FamilySnapshot[] | Promise<FamilySnapshot[]>): ReturnType<typeof serveMetrics> | undefined {
+  if (config.metricsPort === undefined) return undefined
+  let server: ReturnType<typeof serveMetrics>
+  try {
+    server = serveMetrics({ hostname: config.metricsHost, port: config.metricsPort, gather, onError: (error) => log.error('a metrics scrape failed', { error }) })
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code
+    const why = code === 'EADDRINUSE' ? 'is in use by another process' : `cannot be bound (${error instanceof Error ? error.message : String(error)})`
+    throw new ConfigError(`METRICS_PORT ${config.metricsPort} on METRICS_HOST ${config.metricsHost} ${why}.`)
+  }
+  log.info('serving metrics', { metricsUrl: `http://${config.metricsHost}:${server.port}/metrics` })
+  return server
 }

@@ -1,4 +1,5 @@
 import type { Config } from '../config'
+import { recordRateLimited } from '../metrics/families'
 import { heavyAdmissions, type HeavyAdmission } from '../db/lanes'
 import { corsHeaders } from '../http/cors'
 import { HttpError } from '../http/errors'
@@ -14,11 +15,6 @@ export type QuotaSettings = Pick<Config, 'rateLimitRequests' | 'rateLimitHeavy' 
 /** Answers a request, as the app does (a kept answer comes back at once). */
 export type Answer = (request: Request) => Response | Promise<Response>
 
-/**
- * `vitrine_rate_limited_total{policy}` (C53): the 429s this process sent, by
- * the quota that was spent. The metrics room reads it.
- */
-export const rateLimitedTotal: Record<Policy, number> = { requests: 0, heavy: 0 }
 
 /** The 429's message (C52). */
 export const TOO_MANY_REQUESTS = 'Too many requests.'
@@ -90,7 +86,7 @@ export class ClientQuotas {
       const client = clientKey(this.#peerAddress(request), request.headers.get('x-forwarded-for'), this.#settings.trustedProxies)
       const ticket = new RequestTicket(this.#buckets, this.#buckets.of(client, now), this.#settings.rateLimitHeavy > 0)
       if (this.#settings.rateLimitRequests > 0 && !this.#buckets.take(ticket.buckets, 'requests', now)) {
-        rateLimitedTotal.requests++
+        recordRateLimited('requests')
         return this.#tooManyRequests(request, ticket.buckets, 'requests', now)
       }
       ticket.requestCharged = this.#settings.rateLimitRequests > 0
@@ -117,7 +113,7 @@ export class ClientQuotas {
   /** C52: the fields, added to a response as it is sent. */
   #withFields(response: Response, ticket: RequestTicket): Response {
     ticket.open = false
-    if (ticket.refused) rateLimitedTotal.heavy++
+    if (ticket.refused) recordRateLimited('heavy')
     const fields = this.#fields(response.headers, ticket.buckets, performance.now())
     try {
       for (const [name, value] of Object.entries(fields)) response.headers.set(name, value)

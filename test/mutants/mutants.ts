@@ -720,4 +720,16 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'src/edge/purge-duty.ts', find: 'select pg_try_advisory_lock(${PURGE_DUTY_LOCK}::int8) as taken', replace: 'select true as taken' }],
     tests: EDGE,
   },
+  {
+    id: 'metrics-raw-path-label',
+    regression: 'C53: the request metric labels a request by its raw path (slugs, ids) instead of its route template: one series per URL',
+    edits: [{ file: 'src/app.ts', find: 'recordRequest(request.method, routeOf(request.url), response.status', replace: 'recordRequest(request.method, new URL(request.url).pathname, response.status' }],
+    tests: ['test/metrics.test.ts'],
+  },
+  {
+    id: 'metrics-worker-missing',
+    regression: 'C53: under WORKERS a scrape leaves one worker\'s counts out: the counters are not exact',
+    edits: [{ file: 'src/metrics/worker-scrapes.ts', find: '...answers.filter((answer) => answer !== undefined)', replace: '...answers.slice(1).filter((answer) => answer !== undefined)' }],
+    tests: ['test/metrics.test.ts'],
+  },
 ]
