@@ -7,11 +7,10 @@ import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
-import { connectDatabase, openReadPool, type Sql } from './db/connect'
-import { migrate, pendingMigrations } from './db/migrate'
+import { openReadPool } from './db/connect'
+import { prepareDatabase } from './db/prepare'
 import { openReadReplicas, type ReadReplicas } from './db/replicas'
-import { resolveDatabase, type DatabaseTarget } from './db/open'
-import { seedDemo } from './demo/seed-demo'
+import { resolveDatabase } from './db/open'
 import { loadExtensions } from './hooks/loader'
 import { listen } from './http/listen'
 import { createLogger, type Logger } from './log'
@@ -102,31 +101,6 @@ runCommand(async () => {
   process.on('SIGINT', () => void shutdown('SIGINT'))
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
 })
-
-/**
- * The embedded database is this process's own: keep it migrated, and give a new
- * user something to look at on the very first run; writes go through a connection
- * of their own (the service's pool is read-only). A database of yours is only
- * checked: `bun run migrate` is yours to run.
- */
-async function prepareDatabase(sql: Sql, target: DatabaseTarget, timeoutMs: number, log: Logger): Promise<void> {
-  if (!target.embedded) {
-    const pending = await pendingMigrations(sql).catch(() => [])
-    if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
-    return
-  }
-  const admin = connectDatabase(target.url, { max: 1, timeoutMs })
-  try {
-    const applied = await migrate(admin)
-    if (applied.length) log.info('migrated the embedded database', { applied })
-    if (target.embedded.created) {
-      const { entries } = await seedDemo(admin)
-      log.info('loaded the demo content', { entries })
-    }
-  } finally {
-    await admin.end()
-  }
-}
 
 /**
  * Once serving, code of an extension that forgets a promise, or a fault deep in a library, must not bring the

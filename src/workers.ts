@@ -19,12 +19,11 @@ export const DEMO_MEDIA_VARIABLE = 'VITRINE_DEMO_MEDIA'
  */
 export async function superviseWorkers(config: Config, log: Logger, target: DatabaseTarget): Promise<void> {
   const port = claimPort(config.host, config.port)
-  // The workers get the embedded database's URL: whether it is the embedded one (the demo's images served) is said apart.
-  const env = { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url, [DEMO_MEDIA_VARIABLE]: target.embedded ? '1' : '0' }
+  const env = serviceProcessEnvironment(target, port)
   const workers = new Set<Subprocess>()
   let stopping = false
   const start = (index: number) => {
-    const worker = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit' })
+    const worker = spawnServiceProcess(env)
     workers.add(worker)
     void worker.exited.then((code) => {
       workers.delete(worker)
@@ -52,11 +51,31 @@ export async function superviseWorkers(config: Config, log: Logger, target: Data
 }
 
 /**
+ * The environment of a service process that a supervisor runs (a worker of
+ * WORKERS=n, or the service `bun run dev` reloads): it serves `port` with
+ * `reusePort` on the supervisor's database, and prepares nothing.
+ * @example const env = serviceProcessEnvironment(target, claimPort(config.host, config.port))
+ */
+export function serviceProcessEnvironment(target: DatabaseTarget, port: number): Record<string, string | undefined> {
+  // The database's URL: whether it is the embedded one (the demo's images served) is said apart.
+  return { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url, [DEMO_MEDIA_VARIABLE]: target.embedded ? '1' : '0' }
+}
+
+/**
+ * Starts one service process (src/main.ts) with `env`; it prints to this process's output.
+ * @example const worker = spawnServiceProcess(serviceProcessEnvironment(target, port))
+ */
+export function spawnServiceProcess(env: Record<string, string | undefined>): Subprocess {
+  return Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit' })
+}
+
+/**
  * Binds the port once without `reusePort`, so that a port another program
  * holds fails the start instead of being shared; returns the port (the one
  * picked when PORT is 0).
+ * @example const port = claimPort('0.0.0.0', 3000)
  */
-function claimPort(hostname: string, port: number): number {
+export function claimPort(hostname: string, port: number): number {
   let probe: ReturnType<typeof Bun.serve>
   try {
     probe = Bun.serve({ hostname, port, reusePort: false, fetch: () => new Response(null, { status: 503 }) })
