@@ -373,6 +373,8 @@ describe('the extension loader', () => {
     await Bun.write(join(folder, 'a-first.ts'), extension('a'))
     await Bun.write(join(folder, 'c-third.ts'), extension('c'))
     await Bun.write(join(folder, 'notes.md'), 'not an extension')
+    // A test beside an extension (issue 37) is not one: loading it would run bun:test's functions in the service.
+    await Bun.write(join(folder, 'a-first.test.ts'), "throw new Error('a test file was loaded as an extension')\n")
     // A relative EXTENSIONS_DIR is read from the working directory.
     const { registry, files } = await loadExtensions(relative(process.cwd(), folder))
     expect(files).toEqual(['a-first.ts', 'b-second.ts', 'c-third.ts'])
