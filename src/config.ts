@@ -62,6 +62,11 @@ export interface Config {
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
   isWorker: boolean
   /**
+   * VITRINE_SPARE, set with VITRINE_WORKER by `bun run dev` in the process it keeps ready for the next
+   * save (src/cli/dev.ts): its modules loaded, it waits for a line on stdin before it starts.
+   */
+  isSpare: boolean
+  /**
    * Serve the demo's images under /media (src/demo/media): the service runs its
    * embedded database, which holds the demo content (no DATABASE_URL); a worker
    * hears it from its supervisor (VITRINE_DEMO_MEDIA). Never with a database of yours.
@@ -115,6 +120,7 @@ export function loadConfig(env: Env): Config {
     eventsMaxSubscribers: readInteger(env, 'EVENTS_MAX_SUBSCRIBERS', 10_000, 0, 1_000_000),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
+    isSpare: env.VITRINE_WORKER === '1' && env.VITRINE_SPARE === '1',
     demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,
   }
 }

@@ -14,10 +14,12 @@ import { resolveDatabase } from './db/open'
 import { loadExtensions } from './hooks/loader'
 import { listen } from './http/listen'
 import { createLogger, type Logger } from './log'
-import { superviseWorkers } from './workers'
+import { startSignal, superviseWorkers } from './workers'
 
 runCommand(async () => {
   const settings = loadConfig(process.env)
+  // `bun run dev` keeps a process ready, its modules loaded, and starts it when an extension is saved.
+  if (settings.isSpare && !(await startSignal())) process.exit(0)
   const log = createLogger(settings.logLevel)
   // Extensions first: one that fails to load stops the start before anything else is set up.
   const { registry: filters, files } = await loadExtensions(settings.extensionsDir)

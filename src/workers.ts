@@ -8,6 +8,8 @@ import type { Logger } from './log'
 export const WORKER_VARIABLE = 'VITRINE_WORKER'
 /** Set with it: the supervisor runs the embedded database, so the workers serve the demo's images (config.ts). */
 export const DEMO_MEDIA_VARIABLE = 'VITRINE_DEMO_MEDIA'
+/** Set with it by `bun run dev` in a spare: the process waits for `startSignal` (config.ts). */
+export const SPARE_VARIABLE = 'VITRINE_SPARE'
 
 /**
  * WORKERS=n (n > 1): this process prepares the database once (the embedded
@@ -67,6 +69,29 @@ export function serviceProcessEnvironment(target: DatabaseTarget, port: number):
  */
 export function spawnServiceProcess(env: Record<string, string | undefined>): Subprocess {
   return Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit' })
+}
+
+/**
+ * Starts a spare service process: it loads its modules, then waits for
+ * `start()` before it reads anything else (extensions, the database). It goes
+ * away by itself with this process (its stdin closes).
+ * @example const spare = spawnSpareServiceProcess(env); …; spare.start()
+ */
+export function spawnSpareServiceProcess(env: Record<string, string | undefined>): { process: Subprocess<'pipe', 'inherit', 'inherit'>; start(): void } {
+  const spare = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env: { ...env, [SPARE_VARIABLE]: '1' }, stdin: 'pipe', stdout: 'inherit', stderr: 'inherit' })
+  return {
+    process: spare,
+    start() {
+      spare.stdin.write('start\n')
+      void spare.stdin.flush()
+    },
+  }
+}
+
+/** In a spare: true once its supervisor says start, false when the supervisor is gone. */
+export async function startSignal(): Promise<boolean> {
+  const { done } = await Bun.stdin.stream().getReader().read()
+  return !done
 }
 
 /**

@@ -4,13 +4,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTestDatabase } from './support/database'
 import { addEntry } from './support/fixtures'
-import { startService, type RunningService } from './support/service'
+import { ROOT, startService, type RunningService } from './support/service'
 import { waitFor } from './support/wait'
 
 // `bun run dev` (src/cli/dev.ts): real processes, real PostgreSQL.
 const folders: string[] = []
 const running: RunningService[] = []
+const touched: string[] = []
 afterAll(async () => {
+  for (const file of touched) await rm(file, { force: true })
   for (const service of running) if (service.process.exitCode === null) await service.stop()
   for (const folder of folders) await rm(folder, { recursive: true, force: true })
 })
@@ -61,8 +63,8 @@ describe('bun run dev', () => {
 
     const reload = await saveAndWait(dev, join(extensions, '10-flag.ts'), flagExtension('dev_flag', 'one'), '/api/v1/content/post/hello', 'dev_flag', 'one')
     console.log(`bun run dev: a new extension served ${reload} ms after its save`)
-    expect(dev.output()).toContain('"msg":"a file changed: restarting the service"')
-    expect(dev.output()).toContain('10-flag.ts')
+    // A save in the extensions folder starts the spare, its modules already loaded.
+    expect(dev.output()).toMatch(/"msg":"a file changed: restarting the service","changed":\["[^"]*10-flag\.ts"\],"spare":true/)
 
     const broken = join(extensions, '20-broken.ts')
     await writeFile(broken, 'export default (')
@@ -73,6 +75,15 @@ describe('bun run dev', () => {
 
     const recovered = await saveAndWait(dev, broken, flagExtension('fixed', 'yes'), '/api/v1/content/post/hello', 'fixed', 'yes')
     console.log(`bun run dev: the fixed extension served ${recovered} ms after its save`)
+
+    // A file of the service's own changes: a fresh process, not the spare (its modules are out of date).
+    const source = join(ROOT, 'src', `dev-test-${process.pid}.txt`)
+    touched.push(source)
+    const servedBefore = dev.output().split('"msg":"Vitrine is serving').length
+    await writeFile(source, 'a change under src/')
+    await dev.waitForOutput(/"changed":\["src\/dev-test-\d+\.txt"\],"spare":false/)
+    await waitFor('the service serves again', () => dev.output().split('"msg":"Vitrine is serving').length > servedBefore)
+    expect((((await (await fetch(`${dev.url}/api/v1/content/post/hello`)).json()) as any).data.fixed)).toBe('yes')
     expect(await dev.stop()).toBe(0)
   }, 60_000)
 
