@@ -85,6 +85,7 @@ describe('bun run dev', () => {
     await waitFor('the service serves again', () => dev.output().split('"msg":"Vitrine is serving').length > servedBefore)
     expect((((await (await fetch(`${dev.url}/api/v1/content/post/hello`)).json()) as any).data.fixed)).toBe('yes')
     expect(await dev.stop()).toBe(0)
+    await rm(source)
   }, 60_000)
 
   test('on the embedded database: a reload keeps the same PostgreSQL process; stopping stops the service, then PostgreSQL', async () => {

@@ -114,8 +114,9 @@ export async function extensionTestKit(options: ExtensionTestOptions = {}): Prom
     if (request.language) query.set('lang', request.language)
     if (request.fields) query.set('fields', request.fields.join(','))
     if (request.alternates) query.set('include', 'alternates')
+    const logged = api.logs.length
     const answer = await api.get(`/api/v1/content/${found.type}/${encodeURIComponent(slug)}${query.size ? `?${query}` : ''}`, { headers: request.headers })
-    if (answer.status !== 200) throw new Error(`The service answered ${answer.status} ${answer.text}${failureLog(api)}`)
+    if (answer.status !== 200) throw new Error(`The service answered ${answer.status} ${answer.text}${failureLog(api.logs.slice(logged))}`)
     return { status: answer.status, headers: answer.headers, item: answer.body.data }
   }
   return {
@@ -225,8 +226,8 @@ async function findOrAddTerm(sql: Sql, { taxonomy, name, slug = name.toLowerCase
   return row?.id ?? addTerm(sql, taxonomy, name, slug)
 }
 
-/** A 500 is a failing callback: the service's log names it and says why. */
-function failureLog(api: TestApp): string {
-  const errors = api.logs.map((line) => JSON.parse(line)).filter((entry) => entry.level === 'error')
+/** A 500 is a failing callback: the service's log of that request names it and says why. */
+function failureLog(lines: string[]): string {
+  const errors = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 'error')
   return errors.map((entry) => `\n${entry.msg}: ${entry.error?.message ?? ''}`).join('')
 }
