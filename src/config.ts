@@ -77,6 +77,11 @@ export interface Config {
   /** Set by the supervisor in the processes it starts (src/workers.ts): serve with reusePort, prepare nothing. */
   isWorker: boolean
   /**
+   * VITRINE_SPARE, set with VITRINE_WORKER by `bun run dev` in the process it keeps ready for the next
+   * save (src/cli/dev.ts): its modules loaded, it waits for a line on stdin before it starts.
+   */
+  isSpare: boolean
+  /**
    * Serve the demo's images under /media (src/demo/media): the service runs its
    * embedded database, which holds the demo content (no DATABASE_URL); a worker
    * hears it from its supervisor (VITRINE_DEMO_MEDIA). Never with a database of yours.
@@ -151,6 +156,7 @@ export function loadConfig(env: Env): Config {
     metricsHost: readHost(env, 'METRICS_HOST', host),
     workers: readInteger(env, 'WORKERS', 1, 1, 64),
     isWorker: env.VITRINE_WORKER === '1',
+    isSpare: env.VITRINE_WORKER === '1' && env.VITRINE_SPARE === '1',
     demoMedia: env.VITRINE_WORKER === '1' ? env.VITRINE_DEMO_MEDIA === '1' : readText(env, 'DATABASE_URL') === undefined,
     rateLimitRequests: readInteger(env, 'RATE_LIMIT_REQUESTS', 0, 0, 1_000_000_000),
     rateLimitHeavy: readInteger(env, 'RATE_LIMIT_HEAVY', 0, 0, 1_000_000_000),

@@ -8,21 +8,22 @@ import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
-import { connectDatabase, openReadPool, type Sql } from './db/connect'
-import { migrate, pendingMigrations } from './db/migrate'
+import { openReadPool } from './db/connect'
+import { prepareDatabase } from './db/prepare'
 import { openReadReplicas, type ReadReplicas } from './db/replicas'
-import { resolveDatabase, type DatabaseTarget } from './db/open'
-import { seedDemo } from './demo/seed-demo'
+import { resolveDatabase } from './db/open'
 import { loadExtensions } from './hooks/loader'
 import { listen, listenForMetrics } from './http/listen'
 import { peerAddress } from './http/serve'
 import { recordChangeListener, recordMetrics, registry, watchCacheBytes, watchEventSubscribers, watchPurgePendingKeys } from './metrics/families'
 import { answerScrapes } from './metrics/worker-scrapes'
 import { createLogger, type Logger } from './log'
-import { superviseWorkers } from './workers'
+import { startSignal, superviseWorkers } from './workers'
 
 runCommand(async () => {
   const settings = loadConfig(process.env)
+  // `bun run dev` keeps a process ready, its modules loaded, and starts it when an extension is saved.
+  if (settings.isSpare && !(await startSignal())) process.exit(0)
   const log = createLogger(settings.logLevel)
   // Extensions first: one that fails to load stops the start before anything else is set up.
   const { registry: filters, files } = await loadExtensions(settings.extensionsDir)
@@ -132,31 +133,6 @@ const listenerMetric: ChangeHandlers = {
   onLost: () => recordChangeListener(false),
   onChange: () => {},
   onLanguages: () => {},
-}
-
-/**
- * The embedded database is this process's own: keep it migrated, and give a new
- * user something to look at on the very first run; writes go through a connection
- * of their own (the service's pool is read-only). A database of yours is only
- * checked: `bun run migrate` is yours to run.
- */
-async function prepareDatabase(sql: Sql, target: DatabaseTarget, timeoutMs: number, log: Logger): Promise<void> {
-  if (!target.embedded) {
-    const pending = await pendingMigrations(sql).catch(() => [])
-    if (pending.length) log.warn('the database has pending migrations: run `bun run migrate`', { pending })
-    return
-  }
-  const admin = connectDatabase(target.url, { max: 1, timeoutMs })
-  try {
-    const applied = await migrate(admin)
-    if (applied.length) log.info('migrated the embedded database', { applied })
-    if (target.embedded.created) {
-      const { entries } = await seedDemo(admin)
-      log.info('loaded the demo content', { entries })
-    }
-  } finally {
-    await admin.end()
-  }
 }
 
 /**

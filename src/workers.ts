@@ -11,6 +11,8 @@ import { WorkerScrapes } from './metrics/worker-scrapes'
 export const WORKER_VARIABLE = 'VITRINE_WORKER'
 /** Set with it: the supervisor runs the embedded database, so the workers serve the demo's images (config.ts). */
 export const DEMO_MEDIA_VARIABLE = 'VITRINE_DEMO_MEDIA'
+/** Set with it by `bun run dev` in a spare: the process waits for `startSignal` (config.ts). */
+export const SPARE_VARIABLE = 'VITRINE_SPARE'
 
 /**
  * WORKERS=n (n > 1): this process prepares the database once (the embedded
@@ -24,19 +26,12 @@ export const DEMO_MEDIA_VARIABLE = 'VITRINE_DEMO_MEDIA'
  */
 export async function superviseWorkers(config: Config, log: Logger, target: DatabaseTarget): Promise<void> {
   const port = claimPort(config.host, config.port)
-  // The workers get the embedded database's URL: whether it is the embedded one (the demo's images served) is said apart.
-  const env = { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url, [DEMO_MEDIA_VARIABLE]: target.embedded ? '1' : '0' }
+  const env = serviceProcessEnvironment(target, port)
   const workers = new Set<Subprocess>()
   const scrapes = new WorkerScrapes()
   let stopping = false
   const start = (index: number) => {
-    const worker = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], {
-      env,
-      stdin: 'ignore',
-      stdout: 'inherit',
-      stderr: 'inherit',
-      ipc: (message, from) => scrapes.receive(from, message),
-    })
+    const worker = spawnServiceProcess(env, (message, from) => scrapes.receive(from, message))
     workers.add(worker)
     scrapes.add(worker, (message) => worker.send(message))
     void worker.exited.then((code) => {
@@ -69,11 +64,54 @@ export async function superviseWorkers(config: Config, log: Logger, target: Data
 }
 
 /**
+ * The environment of a service process that a supervisor runs (a worker of
+ * WORKERS=n, or the service `bun run dev` reloads): it serves `port` with
+ * `reusePort` on the supervisor's database, and prepares nothing.
+ * @example const env = serviceProcessEnvironment(target, claimPort(config.host, config.port))
+ */
+export function serviceProcessEnvironment(target: DatabaseTarget, port: number): Record<string, string | undefined> {
+  // The database's URL: whether it is the embedded one (the demo's images served) is said apart.
+  return { ...process.env, [WORKER_VARIABLE]: '1', PORT: String(port), DATABASE_URL: target.url, [DEMO_MEDIA_VARIABLE]: target.embedded ? '1' : '0' }
+}
+
+/**
+ * Starts one service process (src/main.ts) with `env`; it prints to this process's output.
+ * @example const worker = spawnServiceProcess(serviceProcessEnvironment(target, port))
+ */
+export function spawnServiceProcess(env: Record<string, string | undefined>, ipc?: (message: unknown, from: Subprocess) => void): Subprocess {
+  return Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit', ...(ipc && { ipc }) })
+}
+
+/**
+ * Starts a spare service process: it loads its modules, then waits for
+ * `start()` before it reads anything else (extensions, the database). It goes
+ * away by itself with this process (its stdin closes).
+ * @example const spare = spawnSpareServiceProcess(env); …; spare.start()
+ */
+export function spawnSpareServiceProcess(env: Record<string, string | undefined>): { process: Subprocess<'pipe', 'inherit', 'inherit'>; start(): void } {
+  const spare = Bun.spawn([process.execPath, `${import.meta.dir}/main.ts`], { env: { ...env, [SPARE_VARIABLE]: '1' }, stdin: 'pipe', stdout: 'inherit', stderr: 'inherit' })
+  return {
+    process: spare,
+    start() {
+      spare.stdin.write('start\n')
+      void spare.stdin.flush()
+    },
+  }
+}
+
+/** In a spare: true once its supervisor says start, false when the supervisor is gone. */
+export async function startSignal(): Promise<boolean> {
+  const { done } = await Bun.stdin.stream().getReader().read()
+  return !done
+}
+
+/**
  * Binds the port once without `reusePort`, so that a port another program
  * holds fails the start instead of being shared; returns the port (the one
  * picked when PORT is 0).
+ * @example const port = claimPort('0.0.0.0', 3000)
  */
-function claimPort(hostname: string, port: number): number {
+export function claimPort(hostname: string, port: number): number {
   let probe: ReturnType<typeof Bun.serve>
   try {
     probe = Bun.serve({ hostname, port, reusePort: false, fetch: () => new Response(null, { status: 503 }) })

@@ -71,6 +71,12 @@ describe('settings checked at start', () => {
     expect(() => loadConfig({ DATABASE_HEAVY_MAX: '0' })).toThrow(ConfigError)
     expect(() => loadConfig({ DATABASE_HEAVY_QUEUE: '-1' })).toThrow(ConfigError)
   })
+
+  test('VITRINE_SPARE: only a process that bun run dev starts as a worker waits for its start signal', () => {
+    expect(loadConfig({ VITRINE_WORKER: '1', VITRINE_SPARE: '1' }).isSpare).toBe(true)
+    expect(loadConfig({ VITRINE_SPARE: '1' }).isSpare).toBe(false)
+    expect(loadConfig({ VITRINE_WORKER: '1' }).isSpare).toBe(false)
+  })
 })
 
 describe('listen', () => {

@@ -11,20 +11,29 @@ export class ExtensionLoadError extends Error {}
 
 /**
  * Loads every `*.ts` file directly in `dir` (relative to the working
- * directory), in file-name order, and calls its
- * default export with `{ addFilter }`.
+ * directory), in file-name order, but tests beside them (`*.test.ts`), and
+ * calls each one's default export with `{ addFilter }`.
  * @example const registry = await loadExtensions('src/hooks/extensions')
  */
 export async function loadExtensions(dir: string): Promise<{ registry: FilterRegistry; files: string[] }> {
-  const registry = new FilterRegistry()
-  if (!existsSync(dir)) return { registry, files: [] }
+  if (!existsSync(dir)) return { registry: new FilterRegistry(), files: [] }
   const files = (await readdir(dir, { withFileTypes: true }))
-    .filter((file) => file.isFile() && file.name.endsWith('.ts') && !file.name.endsWith('.d.ts'))
+    .filter((file) => file.isFile() && file.name.endsWith('.ts') && !file.name.endsWith('.d.ts') && !file.name.endsWith('.test.ts'))
     .map((file) => file.name)
     .sort()
+  const registry = await loadExtensionFiles(files.map((file) => resolve(dir, file)))
+  return { registry, files }
+}
+
+/**
+ * Loads these extension files, in this order, into one registry.
+ * @example const registry = await loadExtensionFiles(['src/hooks/examples/reading-time.ts'])
+ */
+export async function loadExtensionFiles(paths: string[]): Promise<FilterRegistry> {
+  const registry = new FilterRegistry()
   provideExtensionModule()
-  for (const file of files) {
-    const path = resolve(dir, file)
+  for (const file of paths) {
+    const path = resolve(file)
     // Named from the working directory when it lies below it, else by its full path.
     const source = path.startsWith(process.cwd() + sep) ? relative(process.cwd(), path) : path
     try {
@@ -42,5 +51,5 @@ export async function loadExtensions(dir: string): Promise<{ registry: FilterReg
   } catch (error) {
     throw new ExtensionLoadError(`The extensions' schema declarations do not fit together. ${(error as Error).message}`)
   }
-  return { registry, files }
+  return registry
 }

@@ -78,13 +78,14 @@ export interface TestDatabase {
 }
 
 /**
- * A new database for one test file: migrated (from the template), or empty with `{ migrated: false }`.
+ * A new database for one test file: migrated (from the template), or empty with `{ migrated: false }`,
+ * or a copy of another test database of this run (`{ copyOf: name }`; nothing may be connected to it).
  * @example const db = await createTestDatabase()
  */
-export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(options: { migrated?: boolean; copyOf?: string } = {}): Promise<TestDatabase> {
   if (!cluster) throw new Error('The test cluster is not provisioned: is test/support/preload.ts preloaded?')
   const name = `${RUN}_${++counter}`
-  const template = options.migrated === false ? 'template0' : cluster.template
+  const template = options.copyOf ?? (options.migrated === false ? 'template0' : cluster.template)
   await cluster.admin.unsafe(`create database ${name} template ${template}`)
   cluster.created.push(name)
   const url = databaseUrl(cluster.adminUrl, name)

@@ -1,4 +1,7 @@
+import { plugin } from 'bun'
 import { afterAll, setDefaultTimeout } from 'bun:test'
+import { join } from 'node:path'
+import { provideExtensionModule } from '../../src/hooks/extension-alias'
 import { provisionCluster, teardownCluster } from './database'
 
 // Bun 1.4.5 does not apply bunfig.toml's `[test] timeout` (a test sleeping 6 s timed out at 5 s):
@@ -9,3 +12,14 @@ setDefaultTimeout(30_000)
 await provisionCluster()
 // Dropping every test database of a run takes seconds on a loaded machine: more than the default 5 s a hook gets.
 afterAll(teardownCluster, { timeout: 60_000 })
+
+// An extension's test in a folder outside this repository (EXTENSIONS_DIR=/srv/extensions, run with
+// `bun test /srv/extensions`) has no package.json of ours above it: give it both names as the loader gives
+// extensions `#vitrine/extension` (src/hooks/extension-alias.ts).
+provideExtensionModule()
+plugin({
+  name: 'vitrine-extension-testing-module',
+  setup(build) {
+    build.module('#vitrine/extension/testing', () => ({ contents: `export * from ${JSON.stringify(join(import.meta.dir, 'extension-testing.ts'))}`, loader: 'ts' }))
+  },
+})

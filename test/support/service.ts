@@ -25,11 +25,11 @@ export interface RunningService {
 }
 
 /**
- * Runs `bun run start` as a user would and waits until it says it is serving.
+ * Runs `bun run start` (or `script`: `dev`) as a user would and waits until it says it is serving.
  * @example const service = await startService({ DATA_DIR: dir, PORT: '0' })
  */
-export async function startService(env: Record<string, string>, { timeoutMs = 60_000, keepOutput = true, cwd = ROOT } = {}): Promise<RunningService> {
-  const child = Bun.spawn(['bun', 'run', '--silent', 'start'], { cwd, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+export async function startService(env: Record<string, string>, { timeoutMs = 60_000, keepOutput = true, cwd = ROOT, script = 'start' } = {}): Promise<RunningService> {
+  const child = Bun.spawn(['bun', 'run', '--silent', script], { cwd, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   let text = ''
   let started = false
   const collect = async (stream: ReadableStream<Uint8Array>) => {
