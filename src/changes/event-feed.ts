@@ -1,6 +1,6 @@
 import type { Change, ChangeHandlers } from '../cache/change-listener'
 import type { Sql } from '../db/connect'
-import { contentTypeNotFound, serviceUnavailable } from '../http/errors'
+import { contentTypeNotFound, HttpError, serviceUnavailable } from '../http/errors'
 import type { Logger } from '../log'
 import { encodeEventMark, type EventMark } from './event-mark'
 import { readChangesSince, type ChangesRead, type TypeChange } from './event-statement'
@@ -195,7 +195,13 @@ export class EventFeed implements ChangeHandlers {
     const key = encodeEventMark(since)
     const shared = this.#catchUps.get(key)
     // Joined only if no live read was told since it was sent: one told meanwhile may hold a commit it cannot see.
-    if (shared && shared.told === this.#told) return shared.read
+    if (shared && shared.told === this.#told) {
+      // A 429 refused the client whose request sent the read (C52's heavy quota), not this one: it reads for itself.
+      return shared.read.catch((error: unknown) => {
+        if (error instanceof HttpError && error.status === 429) return this.#readSince(since)
+        throw error
+      })
+    }
     const read = readChangesSince(this.#options.sql, since, { timeoutMs: this.#options.timeoutMs, heavy: true })
     const entry = { read, told: this.#told }
     this.#catchUps.set(key, entry)

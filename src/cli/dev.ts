@@ -41,6 +41,11 @@ runCommand(async () => {
     throw error
   }
   const env = serviceProcessEnvironment(target, port)
+  if (settings.metricsPort !== undefined) {
+    // The service restarts on every save: a scrape would see its counters start again each time (C53 is for `bun run start`).
+    log.warn('METRICS_PORT is not served under bun run dev: metrics are for bun run start')
+    delete env.METRICS_PORT
+  }
 
   const extensionsDir = resolve(settings.extensionsDir)
   // The service serving now, and a spare with its modules loaded for the next save of an extension.

@@ -76,7 +76,7 @@ export class EdgePurger implements ChangeHandlers {
       collapse: () => [...this.#types.map(typeTag), ...DISCOVERY_KEYS],
       counts: this.requestCounts,
     }
-    this.#queues = options.targets.map((target) => new PurgeQueue(target, queueOptions))
+    this.#queues = options.targets.map((target, index) => new PurgeQueue(target, queueOptions, `${target.kind}-${index}`))
   }
 
   /** `vitrine_purge_pending_keys`: keys waiting at every target. */

@@ -40,9 +40,14 @@ export class PurgeQueue {
   #failures = 0
   #closed = false
 
+  /**
+   * @param metricLabel the target's label in `vitrine_purge_requests_total` (C53: never a URL): its kind and
+   *   its place in PURGE_URLS, `xkey-0`.
+   */
   constructor(
     readonly target: PurgeTarget,
     readonly options: PurgeQueueOptions,
+    readonly metricLabel = `${target.kind}-0`,
   ) {
     this.name = targetName(target)
     options.counts.set(this.name, { acknowledged: 0, failed: 0 })
@@ -93,11 +98,11 @@ export class PurgeQueue {
       try {
         await sendPurge(this.target, batch, this.options.apis)
         counts.acknowledged++
-        recordPurgeRequest(this.name, 'ok')
+        recordPurgeRequest(this.metricLabel, 'ok')
         this.#sendingKeys -= batch.length
       } catch (error) {
         counts.failed++
-        recordPurgeRequest(this.name, 'failed')
+        recordPurgeRequest(this.metricLabel, 'failed')
         unsent = batches.slice(index).flat()
         if (this.#failures === 0) this.options.log.warn('edge purge failed; retrying until it is acknowledged', { target: this.name, error })
         break

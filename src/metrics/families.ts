@@ -171,10 +171,11 @@ export function recordHook(callback: string, seconds: number): void {
 }
 
 /**
- * One purge request to a cache in front (C51): `target` is its place in PURGE_URLS or its kind, never its URL.
- * @example recordPurgeRequest('0', 'ok')
+ * One purge request to a cache in front (C51): `target` is its kind and its place in PURGE_URLS, never its URL;
+ * `failed` requests are retried until one is `ok`.
+ * @example recordPurgeRequest('xkey-0', 'ok')
  */
-export function recordPurgeRequest(target: string, outcome: 'ok' | 'failed' | 'retried'): void {
+export function recordPurgeRequest(target: string, outcome: 'ok' | 'failed'): void {
   if (recording) purgeRequests.inc([target, outcome])
 }
 

@@ -24,12 +24,12 @@ export function serveMetrics(options: MetricsListenerOptions): Server<undefined>
     development: false,
     async fetch(request) {
       if (pathOf(request.url) !== '/metrics') return plain(404, 'Not found: the metrics are at /metrics.\n')
-      if (request.method !== 'GET' && request.method !== 'HEAD') return plain(405, 'Only GET.\n', { allow: 'GET, HEAD' })
+      if (request.method !== 'GET' && request.method !== 'HEAD') return plain(405, 'Only GET.\n', { Allow: 'GET, HEAD' })
       const format = formatFor(request.headers.get('accept'))
       try {
         const text = writeExposition(await options.gather(), format)
         return new Response(request.method === 'HEAD' ? null : text, {
-          headers: { 'content-type': format === 'openmetrics' ? OPENMETRICS_TEXT : PROMETHEUS_TEXT, 'cache-control': 'no-store' },
+          headers: { 'Content-Type': format === 'openmetrics' ? OPENMETRICS_TEXT : PROMETHEUS_TEXT, 'Cache-Control': 'no-store' },
         })
       } catch (error) {
         options.onError?.(error)
@@ -47,5 +47,5 @@ function pathOf(url: string): string {
 }
 
 function plain(status: number, text: string, headers: Record<string, string> = {}): Response {
-  return new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', ...headers } })
+  return new Response(text, { status, headers: { 'Content-Type': 'text/plain; charset=utf-8', ...headers } })
 }
