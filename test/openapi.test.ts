@@ -137,7 +137,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(parameters.PerPage).toMatchObject({ name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, default: 20 } })
     expect(parameters.PerPage.description).toContain('clamped to 100')
     const refs = document.paths[LIST].get.parameters.map((parameter: any) => parameter.$ref)
-    expect(refs).toEqual(['Page', 'PerPage', 'After', 'Lang', 'Term', 'Author', 'Search', 'Order', 'Fields', 'Include', 'IfNoneMatch'].map((name) => `#/components/parameters/${name}`))
+    expect(refs).toEqual(['ContentType', 'Page', 'PerPage', 'After', 'Lang', 'Term', 'Author', 'Search', 'Order', 'Fields', 'Include', 'IfNoneMatch'].map((name) => `#/components/parameters/${name}`))
     // C39: the cursor of a Link header, a string of base64url characters.
     expect(parameters.After).toMatchObject({ name: 'after', in: 'query', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } })
   })
@@ -188,10 +188,14 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(document.components.responses.NotModified.content).toBeUndefined()
     expect(Object.keys(document.components.responses.NotModified.headers)).toEqual(['X-Request-Id', 'Vary', 'ETag', 'Cache-Control', 'Surrogate-Key', 'X-Cache', 'Age'])
     for (const path of [LIST, SHOW]) {
-      expect(Object.keys(document.paths[path])).toEqual(['parameters', 'get', 'head', 'options', 'post', 'put', 'patch', 'delete'])
+      expect(Object.keys(document.paths[path])).toEqual(['get', 'head', 'options', 'post', 'put', 'patch', 'delete'])
       for (const method of ['post', 'put', 'patch', 'delete']) {
         expect(document.paths[path][method].responses).toEqual({ '405': { $ref: '#/components/responses/MethodNotAllowed' } })
       }
+    }
+    // Issue 37: the path's own parameters open each of its operations' (Swagger UI fills in only those).
+    for (const method of ['get', 'head', 'options', 'delete']) {
+      expect(document.paths[SHOW][method].parameters.slice(0, 2)).toEqual([{ $ref: '#/components/parameters/ContentType' }, { $ref: '#/components/parameters/Slug' }])
     }
     expect(document.components.responses.MethodNotAllowed.headers.Allow).toEqual({ $ref: '#/components/headers/Allow' })
     expect(document.components.headers.Allow.schema).toEqual({ type: 'string', const: 'GET, HEAD, OPTIONS' })

@@ -100,7 +100,8 @@ export function changesOpenApi(itemSchema: TObject): OpenApiDeclaration {
         name: 'types',
         in: 'query',
         description: 'Content type slugs, comma-separated: only their events. Absent or empty: every type. Each must exist (404).',
-        schema: { type: 'string', examples: ['post,page'] },
+        example: 'post,page',
+        schema: { type: 'string' },
       },
       LastEventId: {
         name: 'Last-Event-ID',

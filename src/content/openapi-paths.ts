@@ -89,8 +89,11 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
       },
     },
     parameters: {
-      ContentType: pathParameter('type', 'A content type slug: `page`, `post`, or a custom type. Case-sensitive.'),
-      Slug: pathParameter('slug', "The entry's slug in the selected language (or its default-language slug when it has no translation in it)."),
+      // Each parameter's `example` is what the reference page (/docs) fills in and sends, all of them together: as a set
+      // they find an entry of the demo (src/demo/seed-demo.ts), a French post in Engineering by the first author. `after`
+      // and `If-None-Match` have none: their values come from an earlier answer, and `after` is refused with `page`.
+      ContentType: pathParameter('type', 'A content type slug: `page`, `post`, or a custom type. Case-sensitive.', 'post'),
+      Slug: pathParameter('slug', "The entry's slug in the selected language (or its default-language slug when it has no translation in it).", 'why-we-cache-at-the-edge-fr'),
       Page: {
         name: 'page',
         in: 'query',
@@ -118,13 +121,15 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
           `Only entries that carry a term of every \`taxonomy:slug\` pair (C40), at most ${MAX_TERM_PAIRS} pairs, comma-separated. ` +
           'A taxonomy or term that does not exist, or that no live entry carries, gives an empty list (200), never a 404. ' +
           '`meta.total` counts the filtered entries exactly; `Link` URLs keep the pairs. One pair costs the same at any size of site.',
-        schema: { type: 'string', pattern: '^[^,:]+:[^,]+(,[^,:]+:[^,]+)*$', examples: ['category:news', 'category:news,tag:bun'] },
+        example: 'category:engineering',
+        schema: { type: 'string', pattern: '^[^,:]+:[^,]+(,[^,:]+:[^,]+)*$', examples: ['category:engineering', 'category:engineering,tag:postgresql'] },
       },
       Author: {
         name: 'author',
         in: 'query',
         description: "Only entries by this author (`author.id`), in decimal digits (C41). An author with no live entries gives an empty list.",
-        schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, examples: [3] },
+        example: 1,
+        schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
       },
       Search: {
         name: 'search',
@@ -132,12 +137,14 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
         description:
           `Full-text search (C42) in the title, excerpt and body of the translation each entry shows, with that language's stemming (PostgreSQL's \`websearch_to_tsquery\`: words, "quoted phrases", \`or\`, \`-word\`). ` +
           `At most ${MAX_SEARCH_LENGTH} characters; blank is as if absent. Results come by relevance (a match in the title counts most, then the excerpt, then the body) unless \`order=date\`.`,
-        schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH, examples: ['coffee', '"cache invalidation" -redis'] },
+        example: 'cache',
+        schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH, examples: ['cache', '"cache invalidation" -redis'] },
       },
       Order: {
         name: 'order',
         in: 'query',
         description: '`relevance` (the default with `search`, and only with it) or `date` (list order: newest first). Cursors walk either.',
+        example: 'date',
         schema: { type: 'string', enum: ['relevance', 'date'] },
       },
       Fields: {
@@ -147,7 +154,8 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
           'Comma-separated item keys (C44): each item then holds only those, in their usual order, after the extensions ran. ' +
           `The keys: ${itemKeys.map((key) => `\`${key}\``).join(', ')} (the default ones, \`alternates\`, and those the installed extensions declare they add). ` +
           'Naming `alternates` includes them (as `include=alternates`). Blanks and empty entries are skipped; none at all is as if absent. Any other key is a 400.',
-        schema: { type: 'string', pattern: fieldsPattern(itemKeys), examples: ['id,slug,title', 'title,slug,alternates'] },
+        example: 'id,slug,title,alternates',
+        schema: { type: 'string', pattern: fieldsPattern(itemKeys), examples: ['id,slug,title', 'id,slug,title,alternates'] },
       },
       Include: {
         name: 'include',
@@ -155,13 +163,15 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
         description:
           "`alternates` (C45): each item gains `alternates` after `terms`, the entry's slug in every language it has one in (the selected one included), by language code: " +
           'what a language switcher and `hreflang` links need. Anything else is a 400.',
+        example: 'alternates',
         schema: { type: 'string', enum: ['alternates'] },
       },
       Lang: {
         name: 'lang',
         in: 'query',
         description: "A configured language code; the site's default language when absent or unknown.",
-        schema: { type: 'string', examples: ['fr'] },
+        example: 'fr',
+        schema: { type: 'string' },
       },
     },
     responses: {

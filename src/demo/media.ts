@@ -44,8 +44,8 @@ export function demoMediaOpenApi(): OpenApiDeclaration {
     paths: {
       '/media/uploads/{year}/{file}': {
         parameters: [
-          pathParameter('year', 'A folder of the demo uploads.', { examples: ['2026'] }),
-          pathParameter('file', 'An image file, as an item\'s `featured_image` names it.', { examples: ['photo-12.jpg', 'photo-12-thumbnail.jpg'] }),
+          pathParameter('year', 'A folder of the demo uploads.', '2026'),
+          pathParameter('file', 'An image file, as an item\'s `featured_image` names it.', 'photo-1.jpg', { examples: ['photo-1.jpg', 'photo-1-thumbnail.jpg'] }),
         ],
         get: {
           operationId: 'getDemoImage',

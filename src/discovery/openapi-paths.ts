@@ -76,12 +76,13 @@ export function discoveryOpenApi(): OpenApiDeclaration {
       },
     },
     parameters: {
-      Taxonomy: pathParameter('taxonomy', 'A taxonomy slug (`category`, `tag`, …), as `GET /api/v1/taxonomies` lists them. Case-sensitive.'),
+      Taxonomy: pathParameter('taxonomy', 'A taxonomy slug (`category`, `tag`, …), as `GET /api/v1/taxonomies` lists them. Case-sensitive.', 'tag'),
       TermType: {
         name: 'type',
         in: 'query',
         description: 'Only the live entries of this content type (case-sensitive, as `{type}`); without it, of every type.',
-        schema: { type: 'string', examples: ['post'] },
+        example: 'post',
+        schema: { type: 'string' },
       },
     },
     responses: {

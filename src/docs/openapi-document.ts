@@ -84,10 +84,12 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
     },
     servers: [{ url: new URL(publicUrl).origin, description: 'This installation (PUBLIC_URL)' }],
     security: [],
+    // In a reader's order, which the reference page (/docs) follows: what the API serves, what the site is
+    // made of, how to follow it, then this document and the probes.
     tags: [
       { name: 'content', description: 'Published content entries' },
-      { name: 'sync', description: 'Following changes: a copy of a type kept up to date (C48)' },
       { name: 'discovery', description: "What the site is made of: languages, content types, taxonomies and terms, with live totals; the API's index" },
+      { name: 'sync', description: 'Sync and events: following changes, a copy of a type kept up to date (C48) and a live stream of what changed (C49)' },
       { name: 'documentation', description: 'This document, its reference page, and the way there' },
       { name: 'operations', description: 'Probes for orchestrators and load balancers' },
     ],
@@ -110,14 +112,20 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
 }
 
 /**
- * A path as the document writes it: its own parameters; its GET; HEAD as its
- * GET, without a body (C3), and OPTIONS as a CORS preflight (C29), both
- * operations of their own so that a validating proxy (Stoplight Prism) lets
- * them through; and, on an API path, the methods it refuses (C3).
+ * A path as the document writes it: its GET; HEAD as its GET, without a body
+ * (C3), and OPTIONS as a CORS preflight (C29), both operations of their own so
+ * that a validating proxy (Stoplight Prism) lets them through; and, on an API
+ * path, the methods it refuses (C3). The path's own parameters (`{type}`) open
+ * the parameters of each operation rather than sit beside them: Swagger UI
+ * (5.35) fills in the example of an operation's parameter only, and the
+ * reference page's "Try it out" would otherwise send `{type}` as it is.
  */
-function pathItem({ parameters, get, refusedAs }: PathDeclaration, responses: Record<string, Json>): Json {
-  return {
-    ...(parameters ? { parameters } : {}),
+function pathItem({ parameters = [], get, refusedAs }: PathDeclaration, responses: Record<string, Json>): Json {
+  const withPathParameters = (operation: Json) => {
+    const all = [...parameters, ...((operation.parameters as unknown[] | undefined) ?? [])]
+    return { ...operation, ...(all.length ? { parameters: all } : {}) }
+  }
+  const operations: Record<string, Json> = {
     get,
     head: {
       operationId: `head${capitalized(get.operationId)}`,
@@ -134,6 +142,7 @@ function pathItem({ parameters, get, refusedAs }: PathDeclaration, responses: Re
     },
     ...(refusedAs === undefined ? {} : refusals(refusedAs, get)),
   }
+  return Object.fromEntries(Object.entries(operations).map(([method, operation]) => [method, withPathParameters(operation)]))
 }
 
 /** C3: POST, PUT, PATCH and DELETE of an API path, each a 405, under the tag of its GET. */

@@ -15,7 +15,55 @@ export const DOCS_ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
 }
 
-// validatorUrl null: Swagger UI would otherwise send the document to an online validator.
+/*
+ * The page is for people, the document for validators and clients. Every path
+ * of the document also has HEAD, OPTIONS and, on an API path, the refused
+ * POST, PUT, PATCH and DELETE (C3, C29): shown, they made a read-only API look
+ * like a write API. A plugin keeps the page to each path's GET, reading the
+ * same document (no second one to keep in step). Tags come in the document's
+ * order. A `text/event-stream` answer never ends: "Execute" shows what it sent
+ * in its first seconds, then closes it. validatorUrl null: Swagger UI would
+ * otherwise send the document to an online validator.
+ */
+const PAGE_SCRIPT = `
+const EVENT_STREAM_SECONDS = 3
+const onlyGetOperations = () => ({
+  statePlugins: {
+    spec: {
+      wrapSelectors: {
+        taggedOperations: (selector, system) => (...args) => {
+          const tagged = selector(...args)
+          return (typeof tagged === 'function' ? tagged(system) : tagged)
+            .map((tag) => tag.update('operations', (operations) => operations.filter((operation) => operation.get('method') === 'get')))
+        },
+      },
+    },
+  },
+})
+async function fetchReadingStreamsBriefly(url, init) {
+  const closing = new AbortController()
+  init.signal?.addEventListener('abort', () => closing.abort())
+  const response = await fetch(url, { ...init, signal: closing.signal })
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response
+  const reader = response.body.getReader()
+  const decoder = new TextDecoder()
+  const timer = setTimeout(() => closing.abort(), EVENT_STREAM_SECONDS * 1000)
+  let text = ''
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value, { stream: true })
+  } catch {}
+  clearTimeout(timer)
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers })
+}
+window.ui = SwaggerUIBundle({
+  url: '${OPENAPI_PATH}',
+  dom_id: '#swagger-ui',
+  validatorUrl: null,
+  plugins: [onlyGetOperations],
+  requestInterceptor: (request) => Object.assign(request, { userFetch: fetchReadingStreamsBriefly }),
+})
+`
+
 const REFERENCE_PAGE = `<!doctype html>
 <html lang="en">
 <head>
@@ -27,7 +75,7 @@ const REFERENCE_PAGE = `<!doctype html>
 <body>
   <div id="swagger-ui"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
-  <script>window.ui = SwaggerUIBundle({ url: '${OPENAPI_PATH}', dom_id: '#swagger-ui', validatorUrl: null })</script>
+  <script>${PAGE_SCRIPT}</script>
 </body>
 </html>
 `
@@ -73,11 +121,12 @@ export function apiDocumentationOpenApi(): OpenApiDeclaration {
           operationId: 'getDocs',
           tags: ['documentation'],
           summary: 'The interactive reference (Swagger UI) of this document',
+          description: 'Each path with its GET: the HEAD, OPTIONS and refused methods of every path are in this document, not on the page.',
           responses: { '200': { description: 'An HTML page; its scripts and styles come from /docs/assets, never from another host.', headers: headers(...EVERY_ANSWER), content: { 'text/html': { schema: { type: 'string' } } } } },
         },
       },
       [DOCS_ASSET_PATH]: {
-        parameters: [pathParameter('file', 'One of the files of the reference page.', { enum: Object.keys(DOCS_ASSETS) })],
+        parameters: [pathParameter('file', 'One of the files of the reference page.', 'swagger-ui.css', { enum: Object.keys(DOCS_ASSETS) })],
         get: {
           operationId: 'getDocsAsset',
           tags: ['documentation'],

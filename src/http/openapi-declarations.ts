@@ -16,7 +16,7 @@ export type OpenApiDocument = Json & { paths: Record<string, Json> }
 export type Operation = { operationId: string; tags: string[]; summary: string; parameters?: unknown[]; responses: Record<string, Json> } & Json
 
 export interface PathDeclaration {
-  /** Parameters of the path itself (`{type}`), shared by its operations. */
+  /** Parameters of the path itself (`{type}`): the document puts them first in each of its operations. */
   parameters?: unknown[]
   get: Operation
   /**
@@ -52,5 +52,16 @@ export const errorResponse = (description: string, messages: string[], headerNam
   ...json(ref('schemas', 'Error'), { examples: Object.fromEntries(messages.map((error, index) => [`error${index + 1}`, { value: { error } }])) }),
 })
 
-/** A path parameter, which a path cannot hold empty (`/api/v1/content//x` is another path). */
-export const pathParameter = (name: string, description: string, extra: Json = {}) => ({ name, in: 'path', required: true, description, schema: { type: 'string', minLength: 1, ...extra } })
+/**
+ * A path parameter, which a path cannot hold empty (`/api/v1/content//x` is another path).
+ * Its `example` is one the demo content answers with a 200: the reference page fills it in.
+ * @example pathParameter('type', 'A content type slug.', 'post')
+ */
+export const pathParameter = (name: string, description: string, example: string, extra: Json = {}) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  example,
+  schema: { type: 'string', minLength: 1, ...extra },
+})
