@@ -52,7 +52,9 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
   try {
     await waitForOutput(/"url":"http[^"]+"/, timeoutMs)
   } catch (error) {
-    child.kill('SIGKILL')
+    // SIGTERM first: `bun run` passes it on to the service; a SIGKILL would end `bun run` alone and leave the service running.
+    child.kill('SIGTERM')
+    if ((await Promise.race([child.exited, Bun.sleep(5000).then(() => 'waited')])) === 'waited') child.kill('SIGKILL')
     throw new Error(`The service did not start. ${(error as Error).message}`)
   }
   const url = /"url":"(http[^"]+)"/.exec(text)![1]
