@@ -64,8 +64,9 @@ export async function runCorrelatedLoad(
   concurrency: number,
   stop: Promise<unknown>,
   started = performance.now(),
+  /** filled as answers come, for a caller that watches the load while it runs */
+  report: LoadReport = { records: [], misattributed: [], unexpected: [], transportErrors: 0 },
 ): Promise<LoadReport> {
-  const report: LoadReport = { records: [], misattributed: [], unexpected: [], transportErrors: 0 }
   let stopped = false
   void stop.then(() => (stopped = true))
   const slugs = [...expected.slugs.keys()]
