@@ -147,13 +147,13 @@ describe('C45: include=alternates', () => {
     expect((await extended.get('/api/v1/content/post/hello')).body.data.alternate_count).toBeNull()
   })
 
-  test('any other include value is a 400, both routes, before any statement', async () => {
+  test('C45/C55: any other include value is a 400, both routes, before any statement', async () => {
     await smallSite()
-    for (const value of ['', 'Alternates', 'alternates,alternates', 'terms', 'count.posts', '%20alternates']) {
+    for (const value of ['', 'Alternates', 'alternates,', ',highlights', 'alternates,highlight', 'terms', 'count.posts', '%20alternates', 'highlights%20']) {
       for (const path of ['/api/v1/content/post', '/api/v1/content/post/hello']) {
         plain.statements.length = 0
         const response = await plain.get(`${path}?include=${value}`)
-        expect([path, value, response.status, response.body]).toEqual([path, value, 400, { error: 'The include parameter must be alternates.' }])
+        expect([path, value, response.status, response.body]).toEqual([path, value, 400, { error: 'The include parameter must be a comma-separated list of: alternates, highlights.' }])
         expect(plain.statements).toEqual([])
       }
     }

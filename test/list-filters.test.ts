@@ -310,8 +310,9 @@ describe('C42: search', () => {
     const inBody = await addEntry(db.sql, { publishedAt: ago(1), translations: { en: { title: 'Morning', slug: 'a', excerpt: 'A start', body: 'We brewed coffee all day.' } } })
     const inExcerpt = await addEntry(db.sql, { publishedAt: ago(2), translations: { en: { title: 'Noon', slug: 'b', excerpt: 'Coffees compared', body: null } } })
     const inTitle = await addEntry(db.sql, { publishedAt: ago(3), translations: { en: { title: 'Coffee at dawn', slug: 'c', excerpt: null } } })
-    // "coffee" is not "coffeehouse": full-text search matches words, not substrings.
-    await addEntry(db.sql, { publishedAt: ago(4), translations: { en: { title: 'The Coffeehouse', slug: 'd' } } })
+    // "coffee" is not "coffeehouse": full-text search matches words, not substrings; as the last word
+    // typed, "coffee" is also a prefix (C55): the match ranks after every exact one.
+    const prefixOnly = await addEntry(db.sql, { publishedAt: ago(4), translations: { en: { title: 'The Coffeehouse', slug: 'd' } } })
     // Hidden entries that match are never found or counted (C2).
     await addEntry(db.sql, { status: 'draft', translations: { en: { title: 'Coffee draft', slug: 'e' } } })
     await addEntry(db.sql, { publishedAt: new Date(Date.now() + 48 * HOUR), translations: { en: { title: 'Coffee soon', slug: 'f' } } })
@@ -323,15 +324,17 @@ describe('C42: search', () => {
     const ranked = await api.get('/api/v1/content/post?search=coffee')
     expect(ranked.status).toBe(200)
     // Two matches in a title rank alike: list order between them (C11).
-    expect(ids(ranked.body)).toEqual([inTitle, english, inExcerpt, inBody])
-    expect(ranked.body.meta.total).toBe(4)
-    const byDate = await api.get('/api/v1/content/post?search=coffee&order=date')
+    expect(ids(ranked.body)).toEqual([inTitle, english, inExcerpt, inBody, prefixOnly])
+    expect(ranked.body.meta.total).toBe(5)
+    const words = await api.get('/api/v1/content/post?search=coffee%20')
+    expect(ids(words.body)).toEqual([inTitle, english, inExcerpt, inBody])
+    const byDate = await api.get('/api/v1/content/post?search=coffee%20&order=date')
     expect(ids(byDate.body).slice(0, 3)).toEqual([inBody, inExcerpt, inTitle])
 
     const fr = await api.get(`/api/v1/content/post?lang=fr&search=${encodeURIComponent('café')}`)
     expect(ids(fr.body)).toEqual([french])
     // The English-only entries are shown in English under lang=fr (C14), and searched so.
-    const fallback = await api.get('/api/v1/content/post?lang=fr&search=coffee&order=date')
+    const fallback = await api.get('/api/v1/content/post?lang=fr&search=coffee%20&order=date')
     expect(ids(fallback.body)).toEqual([inBody, inExcerpt, inTitle])
   })
 

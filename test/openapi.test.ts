@@ -93,17 +93,19 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(document.components.schemas.ContentEntry.properties.data).toEqual({ anyOf: [item, { type: 'null' }] })
   })
 
-  test('named component schemas; the item is exactly C12 (and alternates when asked, C45), closed', () => {
+  test('named component schemas; the item is exactly C12 (and alternates and highlights when asked, C45, C55), closed', () => {
     expect(Object.keys(document.components.schemas)).toEqual([
-      'ContentItem', 'ContentItemFields', 'Author', 'FeaturedImage', 'Term', 'Alternate', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage',
+      'ContentItem', 'ContentItemFields', 'Author', 'FeaturedImage', 'Term', 'Alternate', 'Highlights', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage',
       'Language', 'LanguageList', 'ContentTypeSummary', 'ContentTypeList', 'Taxonomy', 'TaxonomyList', 'TermSummary', 'TermList', 'ApiIndex',
       'Status', 'Readiness', 'Error',
     ])
     const item = document.components.schemas.ContentItem
     expect(item.required).toEqual(C12_KEYS)
-    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates'])
+    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates', 'highlights'])
     expect(item.properties.alternates).toMatchObject({ type: 'array', items: { $ref: '#/components/schemas/Alternate' } })
     expect(document.components.schemas.Alternate).toMatchObject({ required: ['language', 'slug'], additionalProperties: false })
+    expect(item.properties.highlights.anyOf).toEqual([{ $ref: '#/components/schemas/Highlights' }, { type: 'null' }])
+    expect(document.components.schemas.Highlights).toMatchObject({ required: ['title', 'excerpt'], additionalProperties: false })
     // C44: the same keys, none required.
     const fields = document.components.schemas.ContentItemFields
     expect([Object.keys(fields.properties), fields.required, fields.additionalProperties]).toEqual([Object.keys(item.properties), undefined, false])
@@ -115,7 +117,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
 
   test("the item is the default one changed by the installed extensions' declarations", () => {
     const item = extended.components.schemas.ContentItem
-    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates', 'reading_time_minutes'])
+    expect(Object.keys(item.properties)).toEqual([...C12_KEYS, 'alternates', 'highlights', 'reading_time_minutes'])
     expect(item.required).toEqual([...C12_KEYS.filter((key) => key !== 'excerpt'), 'reading_time_minutes'])
     expect(item.properties.reading_time_minutes).toEqual({ minimum: 1, type: 'integer' })
     expect(item.properties.excerpt).toEqual(document.components.schemas.ContentItem.properties.excerpt)
@@ -155,14 +157,17 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(JSON.stringify(messages)).toContain('The order parameter must be relevance or date.')
   })
 
-  test('C44/C45: fields lists every key an item can have, the extensions\' declared ones included; include is alternates; both routes list their 400s', () => {
+  test('C44/C45: fields lists every key an item can have, the extensions\' declared ones included; include lists alternates and highlights; both routes list their 400s', () => {
     const keys = (candidate: any) => new RegExp(candidate.components.parameters.Fields.schema.pattern)
-    expect(['id', 'id,slug,title', 'title, id', 'id,,title,', '', 'alternates'].every((value) => keys(document).test(value))).toBe(true)
+    expect(['id', 'id,slug,title', 'title, id', 'id,,title,', '', 'alternates', 'id,highlights'].every((value) => keys(document).test(value))).toBe(true)
     expect(['body', 'id,body', 'ID', 'reading_time_minutes', 'id;title'].some((value) => keys(document).test(value))).toBe(false)
     expect(keys(extended).test('id,reading_time_minutes')).toBe(true)
     expect(extended.components.parameters.Fields.description).toContain('`reading_time_minutes`')
     expect(document.components.parameters.Fields.description).not.toContain('reading_time_minutes')
-    expect(document.components.parameters.Include).toMatchObject({ name: 'include', in: 'query', schema: { type: 'string', enum: ['alternates'] } })
+    expect(document.components.parameters.Include).toMatchObject({ name: 'include', in: 'query', schema: { type: 'string' } })
+    const include = new RegExp(document.components.parameters.Include.schema.pattern)
+    expect(['alternates', 'highlights', 'alternates,highlights', 'highlights,alternates'].every((value) => include.test(value))).toBe(true)
+    expect(['', 'alternates,', 'terms', ' highlights'].some((value) => include.test(value))).toBe(false)
     for (const path of [LIST, SHOW]) {
       const operation = document.paths[path].get
       expect(operation.parameters.map((parameter: any) => parameter.$ref)).toEqual(expect.arrayContaining(['#/components/parameters/Fields', '#/components/parameters/Include']))
@@ -171,7 +176,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     const listMessages = JSON.stringify(document.components.responses.BadParameter)
     for (const messages of [showMessages, listMessages]) {
       expect(messages).toContain('The fields parameter names an unknown field: ')
-      expect(messages).toContain('The include parameter must be alternates.')
+      expect(messages).toContain('The include parameter must be a comma-separated list of: alternates, highlights.')
     }
   })
 

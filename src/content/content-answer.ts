@@ -6,7 +6,7 @@ import { selectFields, toItem } from './map-item'
 import { encodeCursor } from './cursor'
 import { findLiveEntryBySlug } from './entry-statement'
 import { listLiveEntries, type EntryPage } from './list-statement'
-import { DEFAULT_PER_PAGE, FULL_ITEM, NO_FILTERS, type ItemShape, type ListFilters, type ListStart } from './parameters'
+import { DEFAULT_PER_PAGE, FULL_ITEM, INCLUDE_VALUES, NO_FILTERS, type ItemShape, type ListFilters, type ListStart } from './parameters'
 import type { EntryRow, Languages } from './statement-fragments'
 import type { Item } from './schemas'
 
@@ -89,6 +89,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     countByScan: options.countByScan,
     withModel: options.withModel,
     alternates: options.shape?.alternates,
+    highlights: options.shape?.highlights,
     timeoutMs: options.timeoutMs,
     filters,
   })
@@ -105,7 +106,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
  * `prev` too, for a page asked by number (a cursor knows no page before it).
  * The URLs keep `lang` when it selects a language other than the default,
  * `per_page` when it is not the default, the filters, normalised (C43), and
- * what the items hold (C44, C45: `include=alternates` when they are loaded,
+ * what the items hold (C44, C45, C55: `include` lists what they are given,
  * `fields` in the item's order): nothing else of the request, so that every
  * request that shares an answer (C35) shares its links.
  */
@@ -121,7 +122,8 @@ function listLink(options: AnswerOptions & { perPage: number; filters: ListFilte
     if (filters.author !== null) set('author', String(filters.author))
     if (filters.search !== null) set('search', filters.search)
     if (filters.search !== null && filters.order === 'date') set('order', 'date')
-    if (shape.alternates) set('include', 'alternates')
+    const include = INCLUDE_VALUES.filter((value) => shape[value])
+    if (include.length > 0) set('include', include.join(','))
     if (shape.fields !== null) set('fields', shape.fields.join(','))
     if ('after' in parameter) set('after', parameter.after)
     else if (parameter.page !== 1) set('page', String(parameter.page))
@@ -159,6 +161,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
     slug: options.slug,
     withModel: options.withModel,
     alternates: options.shape?.alternates,
+    highlights: options.shape?.highlights,
     timeoutMs: options.timeoutMs,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }

@@ -54,8 +54,8 @@ export function decodeCursor(text: string): Cursor {
   return { page, position: rank === undefined ? position : { ...position, rank } }
 }
 
-/** A rank as PostgreSQL writes a `real`: not negative, finite. */
-const RANK_TEXT = /^\d{1,20}(?:\.\d{1,20})?(?:e-?\d{1,2})?$/
+/** A rank as PostgreSQL writes a `real`, finite: negative for a prefix-only match (C55). */
+const RANK_TEXT = /^-?\d{1,20}(?:\.\d{1,20})?(?:e-?\d{1,2})?$/
 
 function parseParts(text: string): [number, string | null, number, string?] | null {
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) return null

@@ -3,6 +3,7 @@ import type { Sql } from '../db/connect'
 import { isMatchable, type ListFilters } from './parameters'
 import type { ListPosition } from './cursor'
 import { pageAfter, pageByOffset, positionTime, type ListOptions } from './list-pages'
+import { highlighted, prefixWord, rankOf, searchQueries } from './search-query'
 import { commonTables, entryRows, isLive, isDatedLive, isUndatedLive, listOrder, resultHeader, type ResultRow } from './statement-fragments'
 
 /**
@@ -65,7 +66,7 @@ export function filteredListStatement(sql: Sql, options: ListOptions & { filters
       ${resultHeader(sql)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
-      ${entryRows(sql, options, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``)} as rows
+      ${entryRows(sql, options, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``, shape === 'search' ? searchHighlights(sql) : undefined)} as rows
   `
 }
 
@@ -272,23 +273,30 @@ function matchCandidates(sql: Sql, filters: ListFilters, gate: PendingQuery<Row[
  * text search configuration, ranked (ts_rank_cd; title A, excerpt B, body C).
  */
 function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
-  // PostgreSQL text holds no NUL: a NUL separates words as a space would.
-  const text = (filters.search ?? '').replaceAll('\u0000', ' ')
+  const text = searchText(filters)
+  const withPrefix = prefixWord(text) !== null
+  const selected = searchQueries(sql, text, sql`vitrine_search_config((select selected from language))`)
+  const fallback = searchQueries(sql, text, sql`vitrine_search_config((select fallback from language))`)
+  const document = sql`t.search_document`
+  const selectedRank = rankOf(sql, document, sql`(select selected_exact from search)`, sql`(select selected_query from search)`, withPrefix)
+  const fallbackRank = rankOf(sql, document, sql`(select fallback_exact from search)`, sql`(select fallback_query from search)`, withPrefix)
   return sql`
     search as (
       select
-        websearch_to_tsquery(vitrine_search_config((select selected from language)), ${text}) as selected_query,
-        websearch_to_tsquery(vitrine_search_config((select fallback from language)), ${text}) as fallback_query
+        ${selected.exact} as selected_exact,
+        ${selected.query} as selected_query,
+        ${fallback.exact} as fallback_exact,
+        ${fallback.query} as fallback_query
     ),
     -- The GIN index alone finds the matching translations (fenced: the planner would AND it with a
     -- bitmap of the language's every row); the language and the entry are checked per match.
     selected_hits as materialized (
-      select t.entry_id, t.language_code, ts_rank_cd(t.search_document, (select selected_query from search)) as rank
+      select t.entry_id, t.language_code, ${selectedRank} as rank
       from entry_translations t
       where t.search_document @@ (select selected_query from search)
     ),
     fallback_hits as materialized (
-      select t.entry_id, t.language_code, ts_rank_cd(t.search_document, (select fallback_query from search)) as rank
+      select t.entry_id, t.language_code, ${fallbackRank} as rank
       from entry_translations t
       where t.search_document @@ (select fallback_query from search)
         and (select selected from language) <> (select fallback from language)
@@ -323,6 +331,30 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
       where true ${passes(sql, filters)}
     )
   `
+}
+
+/**
+ * C55: the highlights of the entry `e`, from its shown translation (C14): the
+ * one the search matched, with the query of its language.
+ */
+function searchHighlights(sql: Sql): PendingQuery<Row[]> {
+  const config = sql`vitrine_search_config(t.language_code)`
+  const query = sql`(case when t.language_code = (select selected from language) then (select selected_query from search) else (select fallback_query from search) end)`
+  return sql`
+    (
+      select json_build_object('title', ${highlighted(sql, config, sql`t.title`, query)}, 'excerpt', ${highlighted(sql, config, sql`t.excerpt`, query)})
+      from entry_translations t
+      where t.entry_id = e.id
+        and t.language_code in ((select selected from language), (select fallback from language))
+      order by t.language_code = (select selected from language) desc
+      limit 1
+    )
+  `
+}
+
+/** C42: the search text; PostgreSQL text holds no NUL: a NUL separates words as a space would. */
+function searchText(filters: ListFilters): string {
+  return (filters.search ?? '').replaceAll('\u0000', ' ')
 }
 
 /** selected_entries from the candidates: one page of them, in the list's order. */

@@ -3,7 +3,8 @@ import type { EntryRow } from './statement-fragments'
 
 /**
  * Maps one entry row to the item of service.md §2.2: exactly the keys of C12
- * in their order (then `alternates`, when loaded: C45), timestamps as in C13,
+ * in their order (then `alternates` and `highlights`, when asked: C45, C55),
+ * timestamps as in C13,
  * absolute media URLs as in C15. Pure.
  * @example toItem(row, 'https://cms.example.com/media')
  */
@@ -25,6 +26,8 @@ export function toItem(row: EntryRow, mediaBaseUrl: string): Item {
   }
   // C45: only when the statement was asked for them.
   if (row.alternates !== undefined) item.alternates = row.alternates.map((alternate) => ({ language: alternate.language, slug: alternate.slug }))
+  // C55: when asked; null without a search.
+  if (row.highlights !== undefined) item.highlights = row.highlights === null ? null : { title: row.highlights.title, excerpt: row.highlights.excerpt }
   return item
 }
 

@@ -2,7 +2,7 @@ import { Type, type TObject } from '@sinclair/typebox'
 import { CONTENT_ANSWER, EVERY_ANSWER, errorResponse, headers, json, pathParameter, ref, type OpenApiDeclaration } from '../http/openapi-declarations'
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE, MAX_SEARCH_LENGTH, MAX_TERM_PAIRS } from './parameters'
 import { LIST_PATH, SHOW_PATH } from './routes'
-import { Alternate, Author, FeaturedImage, ListMeta, Term, itemSelection, listBody, showBody } from './schemas'
+import { Alternate, Author, FeaturedImage, Highlights, ListMeta, Term, itemSelection, listBody, showBody } from './schemas'
 
 /**
  * The content routes in the OpenAPI document: their paths, the item as the
@@ -24,6 +24,7 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
       FeaturedImage,
       Term,
       Alternate,
+      Highlights,
       ListMeta,
       ContentList: listBody(anyItem),
       ContentEntry: showBody(anyItem),
@@ -79,7 +80,7 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
           responses: {
             '200': { description: 'The entry; `data` is null when an extension withheld it.', headers: contentHeaders, ...json(ref('schemas', 'ContentEntry')) },
             '304': ref('responses', 'NotModified'),
-            '400': errorResponse('`fields` names a key an item cannot have, or `include` is not `alternates`.', ITEM_SHAPE_MESSAGES, [...EVERY_ANSWER, 'Cache-Control']),
+            '400': errorResponse('`fields` names a key an item cannot have, or `include` is not a list of `alternates` and `highlights`.', ITEM_SHAPE_MESSAGES, [...EVERY_ANSWER, 'Cache-Control']),
             '404': errorResponse('The content type does not exist (checked first), or no live entry of it has this slug.', ['Content type not found.', 'Not found.'], CONTENT_ANSWER),
             '500': ref('responses', 'InternalError'),
             '503': ref('responses', 'ServiceUnavailable'),
@@ -136,9 +137,10 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
         in: 'query',
         description:
           `Full-text search (C42) in the title, excerpt and body of the translation each entry shows, with that language's stemming (PostgreSQL's \`websearch_to_tsquery\`: words, "quoted phrases", \`or\`, \`-word\`). ` +
-          `At most ${MAX_SEARCH_LENGTH} characters; blank is as if absent. Results come by relevance (a match in the title counts most, then the excerpt, then the body) unless \`order=date\`.`,
+          `At most ${MAX_SEARCH_LENGTH} characters; blank is as if absent. Results come by relevance (a match in the title counts most, then the excerpt, then the body) unless \`order=date\`. ` +
+          'As the user types (C55): the last word, when bare (not quoted, not negated, no space after it) and of at least 2 letters or digits, also matches as a prefix (`archi` finds "architecture"); exact words rank above prefix matches.',
         example: 'cache',
-        schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH, examples: ['cache', '"cache invalidation" -redis'] },
+        schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH, examples: ['cache', '"cache invalidation" -redis', 'archi'] },
       },
       Order: {
         name: 'order',
@@ -152,8 +154,8 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
         in: 'query',
         description:
           'Comma-separated item keys (C44): each item then holds only those, in their usual order, after the extensions ran. ' +
-          `The keys: ${itemKeys.map((key) => `\`${key}\``).join(', ')} (the default ones, \`alternates\`, and those the installed extensions declare they add). ` +
-          'Naming `alternates` includes them (as `include=alternates`). Blanks and empty entries are skipped; none at all is as if absent. Any other key is a 400.',
+          `The keys: ${itemKeys.map((key) => `\`${key}\``).join(', ')} (the default ones, \`alternates\`, \`highlights\`, and those the installed extensions declare they add). ` +
+          'Naming `alternates` or `highlights` includes them (as `include` does). Blanks and empty entries are skipped; none at all is as if absent. Any other key is a 400.',
         example: 'id,slug,title,alternates',
         schema: { type: 'string', pattern: fieldsPattern(itemKeys), examples: ['id,slug,title', 'id,slug,title,alternates'] },
       },
@@ -161,10 +163,13 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
         name: 'include',
         in: 'query',
         description:
+          'A comma-separated list of `alternates` and `highlights`. ' +
           "`alternates` (C45): each item gains `alternates` after `terms`, the entry's slug in every language it has one in (the selected one included), by language code: " +
-          'what a language switcher and `hreflang` links need. Anything else is a 400.',
-        example: 'alternates',
-        schema: { type: 'string', enum: ['alternates'] },
+          'what a language switcher and `hreflang` links need. ' +
+          '`highlights` (C55): each item gains `highlights` after `terms` (and `alternates`): with `search`, `{ title, excerpt }`, each HTML-escaped with every matching word in `<mark>`…`</mark>` (null when the field is); without `search`, null. ' +
+          'Anything else is a 400.',
+        example: 'alternates,highlights',
+        schema: { type: 'string', pattern: '^(alternates|highlights)(,(alternates|highlights))*$', examples: ['alternates', 'highlights', 'alternates,highlights'] },
       },
       Lang: {
         name: 'lang',
@@ -177,7 +182,7 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
     responses: {
       BadParameter: errorResponse(
         '`page`, `per_page` or `author` is not a positive integer in decimal digits, `after` is not a cursor of a `Link` header (of this order), `page` and `after` are both given, ' +
-          '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, `order` is not one it can take, `fields` names a key an item cannot have, or `include` is not `alternates`.',
+          '`term` is not a list of `taxonomy:slug` pairs, `search` is too long, `order` is not one it can take, `fields` names a key an item cannot have, or `include` is not a list of `alternates` and `highlights`.',
         [
           'The page parameter must be a positive integer.',
           'The per_page parameter must be a positive integer.',
@@ -195,8 +200,8 @@ export function contentOpenApi(itemSchema: TObject): OpenApiDeclaration {
   }
 }
 
-/** The 400s of C44 and C45 (the unknown key is an example). */
-const ITEM_SHAPE_MESSAGES = ['The fields parameter names an unknown field: body.', 'The include parameter must be alternates.']
+/** The 400s of C44, C45 and C55 (the unknown key is an example). */
+const ITEM_SHAPE_MESSAGES = ['The fields parameter names an unknown field: body.', 'The include parameter must be a comma-separated list of: alternates, highlights.']
 
 /**
  * C44: what `fields` may hold: item keys, comma-separated, with blanks and

@@ -146,33 +146,44 @@ function readOrder(text: string | undefined, searching: boolean): 'relevance' | 
 }
 
 /**
- * What each item of an answer holds (C44, C45), normalised: what the cache
- * key, the statement and the `Link` URLs are made of.
+ * What each item of an answer holds (C44, C45, C55), normalised: what the
+ * cache key, the statement and the `Link` URLs are made of.
  */
 export interface ItemShape {
   /** Each entry's `alternates` are loaded (C45): asked by `include=alternates`, or by naming them in `fields`. */
   alternates: boolean
+  /** Each item has `highlights` (C55): asked by `include=highlights`, or by naming them in `fields`. */
+  highlights: boolean
   /** The keys each item keeps (C44), each once, in the item's usual order; null: every key. */
   fields: readonly string[] | null
 }
 
-export const FULL_ITEM: ItemShape = { alternates: false, fields: null }
+export const FULL_ITEM: ItemShape = { alternates: false, highlights: false, fields: null }
+
+/** C45, C55: what `include` may list. */
+export const INCLUDE_VALUES = ['alternates', 'highlights'] as const
 
 /**
- * C44, C45: `include` and `fields`, checked against the keys an item can have
- * (`itemKeys`: the default ones, `alternates`, then those the installed
- * extensions declare, in that order). In `fields`, blanks around a key and
- * empty entries are skipped, a key named twice counts once, the order given
- * does not matter (items keep their usual order), and no key at all is as if
- * absent; the first unknown key, in the order given, is the 400. Naming
- * `alternates` in `fields` asks for them, as `include=alternates` does.
+ * C44, C45, C55: `include` and `fields`, checked against the keys an item can
+ * have (`itemKeys`: the default ones, `alternates`, `highlights`, then those
+ * the installed extensions declare, in that order). `include` is a
+ * comma-separated list of INCLUDE_VALUES, written exactly (a value named twice
+ * counts once). In `fields`, blanks around a key and empty entries are
+ * skipped, a key named twice counts once, the order given does not matter
+ * (items keep their usual order), and no key at all is as if absent; the
+ * first unknown key, in the order given, is the 400. Naming `alternates` or
+ * `highlights` in `fields` asks for them, as `include` does.
  * Anything malformed is a 400 before any statement is sent.
- * @example readItemShape({ fields: 'title, id' }, ['id', 'title', 'alternates']) // { alternates: false, fields: ['id', 'title'] }
+ * @example readItemShape({ fields: 'title, id' }, ['id', 'title', 'alternates']) // { alternates: false, highlights: false, fields: ['id', 'title'] }
  */
 export function readItemShape(query: { fields?: string; include?: string }, itemKeys: readonly string[]): ItemShape {
-  if (query.include !== undefined && query.include !== 'alternates') throw badRequest('The include parameter must be alternates.')
+  const include = query.include === undefined ? [] : query.include.split(',')
+  if (include.some((value) => !(INCLUDE_VALUES as readonly string[]).includes(value))) {
+    throw badRequest(`The include parameter must be a comma-separated list of: ${INCLUDE_VALUES.join(', ')}.`)
+  }
   const fields = query.fields === undefined ? null : readFields(query.fields, itemKeys)
-  return { alternates: query.include !== undefined || (fields?.includes('alternates') ?? false), fields }
+  const asked = (key: (typeof INCLUDE_VALUES)[number]) => include.includes(key) || (fields?.includes(key) ?? false)
+  return { alternates: asked('alternates'), highlights: asked('highlights'), fields }
 }
 
 function readFields(text: string, itemKeys: readonly string[]): string[] | null {

@@ -7,10 +7,10 @@ import { t } from 'elysia'
  * Plain TypeBox, not Elysia's `t`: its `t.Integer` also accepts numeric strings,
  * which is right for reading a query string and wrong for describing output.
  * Objects are closed: an item has exactly the keys of C12, in that order (and
- * `alternates` when asked, C45), and extensions declare what they change
+ * `alternates` and `highlights` when asked, C45 and C55), and extensions declare what they change
  * (src/hooks/item-schema.ts).
  */
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+const Nullable = <T extends TSchema>(schema: T, options: { description?: string } = {}) => Type.Union([schema, Type.Null()], options)
 const closed = { additionalProperties: false } as const
 
 const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 in UTC, to the second (C13).', examples: ['2026-01-01T09:30:00+00:00'] })
@@ -36,6 +36,19 @@ export const Alternate = Type.Object(
   closed,
 )
 
+export const Highlights = Type.Object(
+  {
+    title: Nullable(
+      Type.String({
+        description: 'The title, HTML-escaped, each word that matches the search wrapped in `<mark>` and `</mark>`: the only markup. Null when the title is.',
+        examples: ['Shipping a <mark>content</mark> API &amp; more'],
+      }),
+    ),
+    excerpt: Nullable(Type.String({ description: 'The excerpt, as `title`.', examples: ['What we learned building Vitrine.'] })),
+  },
+  closed,
+)
+
 export const Item = Type.Object(
   {
     id: Type.Integer(),
@@ -55,6 +68,12 @@ export const Item = Type.Object(
         description:
           'Only with `include=alternates` (C45): the entry in each language it has a slug in, the selected one included, by language code. ' +
           'Each one is `GET /api/v1/content/{type}/{slug}?lang={language}`.',
+      }),
+    ),
+    highlights: Type.Optional(
+      Nullable(Highlights, {
+        description:
+          'Only with `include=highlights` (C55): why a search found the item. Null without `search` (and always on the single-entry route).',
       }),
     ),
   },
@@ -83,6 +102,7 @@ export const Item = Type.Object(
           { language: 'en', slug: 'shipping-a-content-api' },
           { language: 'fr', slug: 'livrer-une-api-de-contenu' },
         ],
+        highlights: { title: 'Shipping a <mark>content</mark> API', excerpt: 'What we learned building Vitrine.' },
       },
     ],
   },

@@ -31,6 +31,8 @@ export interface EntryRow {
   terms: { id: number; name: string; slug: string }[]
   /** Only when the statement was asked for them (C45): each translation with a slug, by language code. */
   alternates?: { language: string; slug: string }[]
+  /** Only when the statement was asked for them (C55): the shown translation's title and excerpt, escaped and marked; null without a search. */
+  highlights?: { title: string | null; excerpt: string | null } | null
   /** Only when the statement was asked for models (see hooks/model.ts). */
   model?: EntryModelRow
   /** Search results by relevance only (C42): the rank, as PostgreSQL wrote the `real`; a cursor continues after it. */
@@ -55,12 +57,14 @@ export interface Languages {
   default: string | null
 }
 
-/** What each row holds beyond the lean item: the entry's model (C25), its alternates (C45). */
+/** What each row holds beyond the lean item: the entry's model (C25), its alternates (C45), its highlights (C55). */
 export interface RowContents {
   /** Also load each entry's full model for the filter hook (C25). */
   withModel?: boolean
   /** Also load each entry's alternates (C45); without them, the statement is the same as before they existed. */
   alternates?: boolean
+  /** Also give each row `highlights` (C55): null, unless the statement searches and passes them to entryRows. */
+  highlights?: boolean
 }
 
 export interface ResultRow extends Row {
@@ -139,12 +143,19 @@ export function resultHeader(sql: Sql): PendingQuery<Row[]> {
  * The entries of `page_entries` as a JSON array of EntryRow, in list order:
  * lean (the item's own translation, image variants and terms), or with each
  * entry's model (C25), from which completeRow then takes those; with their
- * alternates (C45) when asked, from the same statement. Every relation
+ * alternates (C45) and highlights (C55: `highlightsOf`, null by default) when
+ * asked, from the same statement. Every relation
  * but the terms is a subquery per entry: an index lookup whatever the planner
  * guesses of the page's size (the statement keeps one generic plan, see
  * connect.ts); the terms come from one join for the whole page (pageTerms).
  */
-export function entryRows(sql: Sql, { withModel = false, alternates = false }: RowContents, order: PendingQuery<Row[]> = listOrder(sql), extra: PendingQuery<Row[]> = sql``): PendingQuery<Row[]> {
+export function entryRows(
+  sql: Sql,
+  { withModel = false, alternates = false, highlights = false }: RowContents,
+  order: PendingQuery<Row[]> = listOrder(sql),
+  extra: PendingQuery<Row[]> = sql``,
+  highlightsOf: PendingQuery<Row[]> = sql`null`,
+): PendingQuery<Row[]> {
   return sql`
     (
       with ${pageTerms(sql, withModel)}
@@ -162,6 +173,7 @@ export function entryRows(sql: Sql, { withModel = false, alternates = false }: R
             ),
             ${extra}
             ${alternates ? sql`'alternates', ${alternatesOf(sql)},` : sql``}
+            ${highlights ? sql`'highlights', ${highlightsOf},` : sql``}
             ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
           )
           order by ${order}
