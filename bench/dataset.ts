@@ -36,36 +36,46 @@ export async function ensureBenchDatabase(admin: Sql, serverUrl: string, size: n
   const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString()
   const dataset = (await datasetSql(size)) + (manyTerms ? `\n${await readFile(join(import.meta.dir, 'many-terms.sql'), 'utf8')}` : '')
   const fingerprint = await fingerprintOf(dataset, size)
+  const how = await buildOnce(admin, url, fingerprint, async (sql) => {
+    await migrate(sql)
+    await sql.unsafe(dataset)
+  })
+  const [{ bytes }] = await admin<{ bytes: number }[]>`select pg_database_size(${name}) as bytes`
+  return { url, how, bytes }
+}
+
+/**
+ * Builds the database of `url` with `build` unless the fingerprint recorded on it is
+ * `fingerprint`; says which it did. After `build`: vacuum analyze and a checkpoint.
+ * @example const how = await buildOnce(admin, url, fingerprint, (sql) => sql.unsafe(text))
+ */
+export async function buildOnce(admin: Sql, url: string, fingerprint: string, build: (sql: Sql) => Promise<unknown>): Promise<string> {
+  const name = new URL(url).pathname.slice(1)
   const [found] = await admin<{ comment: string | null }[]>`
     select shobj_description(oid, 'pg_database') as comment
     from pg_database
     where datname = ${name}
   `
-  let how = 'reused: its fingerprint matches'
-  if (found?.comment !== fingerprint) {
-    console.log(`Building ${name} (${found ? 'its fingerprint differs' : 'new'}) …`)
-    const started = performance.now()
-    // Trusted text here and below: the name is made of a whole number, the fingerprint of hex digits.
-    await admin.unsafe(`drop database if exists ${name} with (force)`)
-    await admin.unsafe(`create database ${name}`)
-    const sql = connectDatabase(url, { max: 1 })
-    try {
-      await migrate(sql)
-      await sql.unsafe(dataset)
-      await sql.unsafe('vacuum analyze')
-      // Written out now, not by the checkpointer during the first measurements (2 GB at 1M: one
-      // run measured page 1 at 0.68 of 10k right after a build, 0.95 alternating with 10k later).
-      await sql.unsafe('checkpoint').catch((error) => console.log(`(no checkpoint after the build: ${error.message})`))
-    } finally {
-      await sql.end()
-    }
-    // Recorded last: a build cut short has none, so the next run builds again.
-    await admin.unsafe(`comment on database ${name} is '${fingerprint}'`)
-    how = `built in ${((performance.now() - started) / 1000).toFixed(0)} s`
-    console.log(`Built ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s.`)
+  if (found?.comment === fingerprint) return 'reused: its fingerprint matches'
+  console.log(`Building ${name} (${found ? 'its fingerprint differs' : 'new'}) …`)
+  const started = performance.now()
+  // Trusted text here and below: the name is made of letters and a whole number, the fingerprint of hex digits.
+  await admin.unsafe(`drop database if exists ${name} with (force)`)
+  await admin.unsafe(`create database ${name}`)
+  const sql = connectDatabase(url, { max: 1 })
+  try {
+    await build(sql)
+    await sql.unsafe('vacuum analyze')
+    // Written out now, not by the checkpointer during the first measurements (2 GB at 1M: one
+    // run measured page 1 at 0.68 of 10k right after a build, 0.95 alternating with 10k later).
+    await sql.unsafe('checkpoint').catch((error) => console.log(`(no checkpoint after the build: ${error.message})`))
+  } finally {
+    await sql.end()
   }
-  const [{ bytes }] = await admin<{ bytes: number }[]>`select pg_database_size(${name}) as bytes`
-  return { url, how, bytes }
+  // Recorded last: a build cut short has none, so the next run builds again.
+  await admin.unsafe(`comment on database ${name} is '${fingerprint}'`)
+  console.log(`Built ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s.`)
+  return `built in ${((performance.now() - started) / 1000).toFixed(0)} s`
 }
 
 /** What a database's content follows from: the data set (its size in it), the size, and every migration file, names and texts. */

@@ -21,9 +21,10 @@ import { commonTables, entryRows, isLive, isDatedLive, isUndatedLive, listOrder,
  * - `match`: several pairs, or pairs and an author: the entries of the rarest
  *   pair (or of the author, when they are fewer), each checked against the
  *   rest, counted and sorted: the cost of the rarest one's entries.
- * - `search`: the translations that match (a GIN index), each entry's shown
+ * - `search`: the translations that match (the GIN index of search_documents,
+ *   whose rows carry what C1 and the type need), each entry's shown
  *   translation (C14) only, checked against the other filters, ranked,
- *   counted and sorted: the cost of the matches.
+ *   counted and sorted: the cost of the matches (sql/search-structure.md).
  */
 export type FilterShape = 'author' | 'term' | 'match' | 'search'
 
@@ -277,7 +278,7 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
   const withPrefix = prefixWord(text) !== null
   const selected = searchQueries(sql, text, sql`vitrine_search_config((select selected from language))`)
   const fallback = searchQueries(sql, text, sql`vitrine_search_config((select fallback from language))`)
-  const document = sql`t.search_document`
+  const document = sql`s.document`
   const selectedRank = rankOf(sql, document, sql`(select selected_exact from search)`, sql`(select selected_query from search)`, withPrefix)
   const fallbackRank = rankOf(sql, document, sql`(select fallback_exact from search)`, sql`(select fallback_query from search)`, withPrefix)
   return sql`
@@ -288,49 +289,47 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
         ${fallback.exact} as fallback_exact,
         ${fallback.query} as fallback_query
     ),
-    -- The GIN index alone finds the matching translations (fenced: the planner would AND it with a
-    -- bitmap of the language's every row); the language and the entry are checked per match.
+    -- The GIN index of search_documents finds the matching translations; each row says itself
+    -- whether its entry is live and of the type (sql/search-structure.md): no lookup per match.
     selected_hits as materialized (
-      select t.entry_id, t.language_code, ${selectedRank} as rank
-      from entry_translations t
-      where t.search_document @@ (select selected_query from search)
+      select s.entry_id as id, s.published_at, s.author_id, ${selectedRank} as rank
+      from search_documents s
+      where s.document @@ (select selected_query from search)
+        and s.language_code = (select selected from language)
+        and ${liveInType(sql)}
     ),
     fallback_hits as materialized (
-      select t.entry_id, t.language_code, ${fallbackRank} as rank
-      from entry_translations t
-      where t.search_document @@ (select fallback_query from search)
+      select s.entry_id as id, s.published_at, s.author_id, ${fallbackRank} as rank
+      from search_documents s
+      where s.document @@ (select fallback_query from search)
+        and s.language_code = (select fallback from language)
+        and ${liveInType(sql)}
         and (select selected from language) <> (select fallback from language)
     ),
-    matched as (
-      select h.entry_id, h.rank
-      from selected_hits h
-      where h.language_code = (select selected from language)
-      union all
-      select h.entry_id, h.rank
-      from fallback_hits h
-      where h.language_code = (select fallback from language)
-        and not exists (
+    candidates as materialized (
+      select e.id, e.published_at, e.rank
+      from (
+        select *
+        from selected_hits
+        union all
+        select *
+        from fallback_hits h
+        -- C14: an entry with a translation in the selected language shows that one, never this.
+        where not exists (
           select 1
           from entry_translations shown
-          where shown.entry_id = h.entry_id
+          where shown.entry_id = h.id
             and shown.language_code = (select selected from language)
         )
-    ),
-    candidates as materialized (
-      select e.id, e.published_at, m.rank
-      from matched m
-      -- One primary-key lookup per match (offset 0 keeps the planner from hashing the whole type instead).
-      cross join lateral (
-        select e.id, e.published_at, e.author_id
-        from entries e
-        where e.id = m.entry_id
-          and e.content_type_id = (select id from content_type)
-          and ${isLive(sql)}
-        offset 0
       ) e
       where true ${passes(sql, filters)}
     )
   `
+}
+
+/** C1 on a row of search_documents `s`: its entry is live, and of the list's type. */
+function liveInType(sql: Sql): PendingQuery<Row[]> {
+  return sql`s.content_type_id = (select id from content_type) and s.published and (s.published_at is null or s.published_at <= now())`
 }
 
 /**
