@@ -40,6 +40,7 @@ const EVENTS = ['test/events.test.ts']
 const REPLICAS = ['test/replicas.test.ts']
 const QUOTAS = ['test/quotas.test.ts']
 const EDGE = ['test/edge-purger.test.ts']
+const SEARCH_BOX = ['test/search-box.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -397,7 +398,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'search-live',
     regression: 'C42/C2: search finds drafts and embargoed entries',
-    edits: [{ file: 'src/content/filtered-list-statement.ts', find: '          and ${isLive(sql)}\n        offset 0', replace: '        offset 0' }],
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: ' and s.published and (s.published_at is null or s.published_at <= now())`', replace: '`' }],
     tests: FILTERS,
   },
   {
@@ -731,5 +732,42 @@ export const MUTANTS: Mutant[] = [
     regression: 'C53: under WORKERS a scrape leaves one worker\'s counts out: the counters are not exact',
     edits: [{ file: 'src/metrics/worker-scrapes.ts', find: '...answers.filter((answer) => answer !== undefined)', replace: '...answers.slice(1).filter((answer) => answer !== undefined)' }],
     tests: ['test/metrics.test.ts'],
+  },
+  // C55: the search box.
+  {
+    id: 'search-highlight-unescaped',
+    regression: 'C55: highlights are the field as written with <mark> around matches: a title holding <b> or & is markup (HTML injection)',
+    edits: [{ file: 'src/content/search-query.ts', find: 'sql`ts_headline(${config}, ${escapeHtml(sql, text)}, ${query}, ${HEADLINE_OPTIONS})`', replace: 'sql`ts_headline(${config}, ${text}, ${query}, ${HEADLINE_OPTIONS})`' }],
+    tests: SEARCH_BOX,
+  },
+  {
+    id: 'search-prefix-quoted',
+    regression: 'C55: a quoted last word ("archi") also matches as a prefix',
+    edits: [{ file: 'src/content/search-query.ts', find: "(head.match(/\"/g)?.length ?? 0) % 2 === 1 || word.includes('\"') || ", replace: '' }],
+    tests: SEARCH_BOX,
+  },
+  {
+    id: 'search-prefix-one-letter',
+    regression: 'C55: a one-letter last word matches as a prefix (every word it begins)',
+    edits: [{ file: 'src/content/search-query.ts', find: 'export const MIN_PREFIX_LENGTH = 2', replace: 'export const MIN_PREFIX_LENGTH = 1' }],
+    tests: SEARCH_BOX,
+  },
+  {
+    id: 'search-prefix-not-ranked-below',
+    regression: 'C55: a prefix-only match ranks by ts_rank_cd with the exact ones, above an exact match found only in the body',
+    edits: [{ file: 'src/content/search-query.ts', find: 'else (-1 / (1 + ts_rank_cd(${document}, ${query})::float8))::real end', replace: 'else ts_rank_cd(${document}, ${query}) end' }],
+    tests: SEARCH_BOX,
+  },
+  {
+    id: 'search-documents-entries-writer',
+    regression: 'C55/C1/C2: search_documents misses a writer: an update of entries (unpublished, moved to another type) leaves the search finding the entry as before',
+    edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entries_searched_update after update on entries\n  referencing new table as new_rows\n  for each statement execute function vitrine_entries_searched();\n', replace: '' }],
+    tests: [COUNTS],
+  },
+  {
+    id: 'search-documents-translation-update',
+    regression: 'C55/C42: search_documents misses a writer: an update of a translation\'s text leaves the search matching its old words',
+    edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entry_translations_searched_update after update on entry_translations\n  referencing old table as old_rows new table as new_rows\n  for each statement execute function vitrine_translations_updated_searched();\n', replace: '' }],
+    tests: [COUNTS],
   },
 ]
