@@ -770,4 +770,10 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entry_translations_searched_update after update on entry_translations\n  referencing old table as old_rows new table as new_rows\n  for each statement execute function vitrine_translations_updated_searched();\n', replace: '' }],
     tests: [COUNTS],
   },
+  {
+    id: 'search-documents-translation-delete',
+    regression: 'C55/C2: search_documents misses a writer: a deleted translation (or entry) is still found by a search',
+    edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entry_translations_searched_delete after delete on entry_translations\n  referencing old table as old_rows\n  for each statement execute function vitrine_translations_deleted_searched();\n', replace: '' }],
+    tests: [COUNTS],
+  },
 ]
