@@ -128,9 +128,9 @@ describe.skipIf(!CHROMIUM)('the reference page /docs in a real browser', () => {
     expect(Object.keys(answers).sort()).toEqual([...operations].sort())
     // Swagger UI sends every optional parameter it filled in, with its example or default: a route's examples work together.
     expect(sent).toContain(
-      '/api/v1/content/post?page=1&per_page=20&lang=fr&term=category%3Aengineering&author=1&search=cache&order=date&fields=id%2Cslug%2Ctitle%2Calternates&include=alternates',
+      '/api/v1/content/post?page=1&per_page=20&lang=fr&term=category%3Aengineering&author=1&search=cache&order=date&fields=id%2Cslug%2Ctitle%2Calternates&include=alternates%2Chighlights',
     )
-    expect(sent).toContain('/api/v1/content/post/why-we-cache-at-the-edge-fr?lang=fr&fields=id%2Cslug%2Ctitle%2Calternates&include=alternates')
+    expect(sent).toContain('/api/v1/content/post/why-we-cache-at-the-edge-fr?lang=fr&fields=id%2Cslug%2Ctitle%2Calternates&include=alternates%2Chighlights')
     for (const [operationId, answer] of Object.entries(answers)) {
       expect({ operationId, status: answer.status }).toEqual({ operationId, status: '200' })
       if (answer.items !== undefined) expect({ operationId, listsItems: answer.items > 0 }).toEqual({ operationId, listsItems: true })

@@ -173,9 +173,9 @@ describe('migrations', () => {
     const empty = await createTestDatabase({ migrated: false })
     const runs = await Promise.all([1, 2].map(() => runScript('migrate', { DATABASE_URL: empty.url })))
     expect(runs.map((run) => [run.code, run.stderr])).toEqual([[0, ''], [0, '']])
-    expect(runs.map((run) => run.stdout.trim()).sort()).toEqual(['Applied 0001_content_schema.sql, 0002_change_notifications.sql, 0003_live_entry_counts.sql, 0004_list_filters.sql, 0005_change_log.sql, 0006_discovery.sql, 0007_term_lists.sql, 0008_search_documents.sql.', 'Nothing to migrate: the schema is up to date.'])
+    expect(runs.map((run) => run.stdout.trim()).sort()).toEqual(['Applied 0001_content_schema.sql, 0002_change_notifications.sql, 0003_live_entry_counts.sql, 0004_list_filters.sql, 0005_change_log.sql, 0006_discovery.sql, 0007_term_lists.sql, 0008_search_documents.sql, 0009_search_postings.sql.', 'Nothing to migrate: the schema is up to date.'])
     const applied = await empty.sql`select name from schema_migrations`
-    expect(applied.map((row) => row.name)).toEqual(['0001_content_schema.sql', '0002_change_notifications.sql', '0003_live_entry_counts.sql', '0004_list_filters.sql', '0005_change_log.sql', '0006_discovery.sql', '0007_term_lists.sql', '0008_search_documents.sql'])
+    expect(applied.map((row) => row.name)).toEqual(['0001_content_schema.sql', '0002_change_notifications.sql', '0003_live_entry_counts.sql', '0004_list_filters.sql', '0005_change_log.sql', '0006_discovery.sql', '0007_term_lists.sql', '0008_search_documents.sql', '0009_search_postings.sql'])
     await empty.sql.end()
   })
 })

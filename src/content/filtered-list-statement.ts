@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect'
 import { isMatchable, type ListFilters } from './parameters'
 import type { ListPosition } from './cursor'
 import { pageAfter, pageByOffset, positionTime, type ListOptions } from './list-pages'
-import { highlighted, prefixWord, rankOf, searchQueries } from './search-query'
+import { highlighted, prefixWord, rankOf, searchQueries, singleWord } from './search-query'
 import { commonTables, entryRows, isLive, isDatedLive, isUndatedLive, listOrder, resultHeader, type ResultRow } from './statement-fragments'
 
 /**
@@ -275,37 +275,9 @@ function matchCandidates(sql: Sql, filters: ListFilters, gate: PendingQuery<Row[
  */
 function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
   const text = searchText(filters)
-  const withPrefix = prefixWord(text) !== null
-  const selected = searchQueries(sql, text, sql`vitrine_search_config((select selected from language))`)
-  const fallback = searchQueries(sql, text, sql`vitrine_search_config((select fallback from language))`)
-  const document = sql`s.document`
-  const selectedRank = rankOf(sql, document, sql`(select selected_exact from search)`, sql`(select selected_query from search)`, withPrefix)
-  const fallbackRank = rankOf(sql, document, sql`(select fallback_exact from search)`, sql`(select fallback_query from search)`, withPrefix)
   return sql`
-    search as (
-      select
-        ${selected.exact} as selected_exact,
-        ${selected.query} as selected_query,
-        ${fallback.exact} as fallback_exact,
-        ${fallback.query} as fallback_query
-    ),
-    -- The GIN index of search_documents finds the matching translations; each row says itself
-    -- whether its entry is live and of the type (sql/search-structure.md): no lookup per match.
-    selected_hits as materialized (
-      select s.entry_id as id, s.published_at, s.author_id, ${selectedRank} as rank
-      from search_documents s
-      where s.document @@ (select selected_query from search)
-        and s.language_code = (select selected from language)
-        and ${liveInType(sql)}
-    ),
-    fallback_hits as materialized (
-      select s.entry_id as id, s.published_at, s.author_id, ${fallbackRank} as rank
-      from search_documents s
-      where s.document @@ (select fallback_query from search)
-        and s.language_code = (select fallback from language)
-        and ${liveInType(sql)}
-        and (select selected from language) <> (select fallback from language)
-    ),
+    ${languageHits(sql, 'selected', text)},
+    ${languageHits(sql, 'fallback', text)},
     candidates as materialized (
       select e.id, e.published_at, e.rank
       from (
@@ -327,9 +299,107 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
   `
 }
 
-/** C1 on a row of search_documents `s`: its entry is live, and of the list's type. */
-function liveInType(sql: Sql): PendingQuery<Row[]> {
-  return sql`s.content_type_id = (select id from content_type) and s.published and (s.published_at is null or s.published_at <= now())`
+/**
+ * The live translations of the type, in the selected language or in the
+ * fallback one (only when it is another), that match the search, with their
+ * rank: `{side}_search` (the queries), `{side}_hits` (entry id, publication
+ * time, author, rank). Found through the GIN index of search_documents, each
+ * row saying itself whether its entry is live and of the type: no lookup per
+ * match. A search of one word (as typed: C55) whose queries have at most one
+ * lexeme each reads search_postings' ranges instead (index-only), the choice
+ * made at run time from the queries (sql/search-structure.md).
+ */
+function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): PendingQuery<Row[]> {
+  const language = side === 'selected' ? sql`(select selected from language)` : sql`(select fallback from language)`
+  const queries = searchQueries(sql, text, sql`vitrine_search_config(${language})`)
+  const searchTable = sql(`${side}_search`)
+  const withPrefix = prefixWord(text) !== null
+  const exact = sql`(select exact from ${searchTable})`
+  const query = sql`(select query from ${searchTable})`
+  const other = side === 'fallback' ? sql`and (select selected from language) <> (select fallback from language)` : sql``
+  const word = singleWord(text)
+  const postings = word === null ? null : postedHits(sql, side, language, word, withPrefix, other)
+  return sql`
+    ${searchTable} as (
+      select ${queries.exact} as exact, ${queries.query} as query
+    ),
+    ${postings === null ? sql`` : postings.tables}
+    ${sql(`${side}_hits`)} as materialized (
+      select s.entry_id as id, s.published_at, s.author_id, ${rankOf(sql, sql`s.document`, exact, query, withPrefix)} as rank
+      from search_documents s
+      where s.document @@ ${query}
+        and s.language_code = ${language}
+        and ${liveInType(sql, sql`s`)}
+        ${other}
+        ${postings === null ? sql`` : sql`and not ${postings.chosen}`}
+      ${postings === null ? sql`` : sql`union all ${postings.hits}`}
+    )
+  `
+}
+
+/**
+ * The hits of a one-word search from search_postings: the range of the
+ * word's lexeme, or with a prefix (C55) the ranges of the words that its
+ * lexemes as written and as stemmed begin (one range when one of them begins
+ * the other). An entry's rank is its exact lexeme's score (ts_rank_cd of a
+ * one-lexeme query), else, for a prefix-only match, rankOf's mapping of the
+ * sum of its matching lexemes' scores (ts_rank_cd of the prefix query).
+ * `chosen`: whether the queries allow it (at most one lexeme each).
+ */
+function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQuery<Row[]>, word: string, withPrefix: boolean, other: PendingQuery<Row[]>) {
+  const words = sql(`${side}_words`)
+  const ranges = sql(`${side}_ranges`)
+  const lexemeOf = (query: PendingQuery<Row[]>) => sql`case when numnode(${query}) = 1 then (select u.lexeme from unnest(${query}::text::tsvector) u) end`
+  const stemmed = sql`websearch_to_tsquery(vitrine_search_config(${language}), ${word})`
+  const written = sql`websearch_to_tsquery('simple', ${word})`
+  const exact = sql`(select exact from ${words})`
+  const rank = withPrefix
+    ? sql`case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end`
+    : sql`max(p.score)::real`
+  return {
+    chosen: sql`(select chosen from ${words})`,
+    tables: sql`
+      ${words} as (
+        select
+          numnode(${stemmed}) <= 1 and numnode(${written}) <= 1 as chosen,
+          ${lexemeOf(stemmed)} as exact,
+          ${withPrefix ? lexemeOf(written) : sql`null::text`} as written
+      ),
+      ${ranges} as (
+        select distinct v.lexeme as low, ${withPrefix ? sql`v.lexeme || U&'\\+10FFFF'` : sql`v.lexeme`} as high
+        from ${words} w
+        cross join lateral (values (w.exact), (w.written)) v(lexeme)
+        where w.chosen
+          and v.lexeme is not null
+          ${withPrefix ? sql`and not exists (
+            select 1
+            from (values (w.exact), (w.written)) o(lexeme)
+            where o.lexeme <> v.lexeme
+              and starts_with(v.lexeme, o.lexeme)
+          )` : sql``}
+      ),
+    `,
+    hits: sql`
+      select p.entry_id as id, p.published_at, p.author_id, ${rank} as rank
+      from ${ranges} r
+      cross join lateral (
+        select *
+        from search_postings s
+        where s.language_code = ${language}
+          and s.lexeme >= r.low collate "C"
+          and s.lexeme <= r.high collate "C"
+          and ${liveInType(sql, sql`s`)}
+      ) p
+      where (select chosen from ${words})
+        ${other}
+      group by p.entry_id, p.published_at, p.author_id
+    `,
+  }
+}
+
+/** C1 on a row of search_documents or search_postings: its entry is live, and of the list's type. */
+function liveInType(sql: Sql, row: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`${row}.content_type_id = (select id from content_type) and ${row}.published and (${row}.published_at is null or ${row}.published_at <= now())`
 }
 
 /**
@@ -338,7 +408,7 @@ function liveInType(sql: Sql): PendingQuery<Row[]> {
  */
 function searchHighlights(sql: Sql): PendingQuery<Row[]> {
   const config = sql`vitrine_search_config(t.language_code)`
-  const query = sql`(case when t.language_code = (select selected from language) then (select selected_query from search) else (select fallback_query from search) end)`
+  const query = sql`(case when t.language_code = (select selected from language) then (select query from selected_search) else (select query from fallback_search) end)`
   return sql`
     (
       select json_build_object('title', ${highlighted(sql, config, sql`t.title`, query)}, 'excerpt', ${highlighted(sql, config, sql`t.excerpt`, query)})

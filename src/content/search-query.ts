@@ -38,6 +38,17 @@ export function prefixWord(text: string): PrefixWord | null {
 }
 
 /**
+ * The one word a search is made of, as sent (blanks around it aside), when
+ * it is one bare word: no quote, not negated; null otherwise. Pure.
+ * @example singleWord('archi') // 'archi'
+ * @example singleWord('"archi"') // null
+ */
+export function singleWord(text: string): string | null {
+  const word = /^\s*([^\s"]+)\s*$/u.exec(text)?.[1]
+  return word === undefined || word.startsWith('-') ? null : word
+}
+
+/**
  * The search's tsqueries, in the configuration `config` (SQL of a regconfig):
  * `exact`, websearch_to_tsquery of the text (C42), and `query`, what a
  * translation must match: `exact`, or with the last word as a prefix (C55),

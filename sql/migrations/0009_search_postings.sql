@@ -1,0 +1,122 @@
+-- Search postings (contract C42, C55): one row per word of each search document, kept by triggers
+-- on search_documents (0008). The design, what it costs writers, and its failure modes:
+-- sql/search-structure.md ("Postings").
+--
+-- What the triggers keep true: for every row of search_documents and every lexeme of its
+-- `document`, exactly one row of search_postings with its language_code, entry_id, the row's
+-- content_type_id, published, published_at and author_id, and `score`, the lexeme's ts_rank_cd
+-- against the document (vitrine_posting_score); and no other row.
+-- For whom: a search of one word, or of one word as the user types it (C55), reads the range of
+-- that word, or of the words it begins, from the primary key alone (an index-only scan: about
+-- 70 bytes a match), instead of one search_documents row with its whole vector per match.
+
+create table search_postings (
+  language_code text not null,
+  lexeme text collate "C" not null,
+  entry_id bigint not null,
+  content_type_id bigint not null,
+  published boolean not null,
+  published_at timestamptz,
+  author_id bigint,
+  score float8 not null,
+  primary key (language_code, lexeme, entry_id) include (content_type_id, published, published_at, author_id, score)
+);
+
+-- A lexeme's ts_rank_cd against its document, from its positions' weights: for a query of one
+-- lexeme (or one prefix), ts_rank_cd adds, for each position, 1 / (1 / weight) with the default
+-- weights {0.1, 0.2, 0.4, 1.0} (D, C, B, A) as float4, in float8, in position order; a prefix's
+-- is the sum over the lexemes it begins. Exact to the bit once cast to real (checked on every
+-- lexeme of the benchmark's data, and by test/live-entry-counts.test.ts).
+create function vitrine_posting_score(weights text[]) returns float8
+language sql
+immutable
+parallel safe
+as $$
+  select sum(1.0::float8 / (1.0::float8 / (case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8))
+  from unnest(weights) w
+$$;
+
+-- What search_postings holds, computed from search_documents.
+create view search_posting_rows as
+  select d.language_code, u.lexeme, d.entry_id, d.content_type_id, d.published, d.published_at, d.author_id, vitrine_posting_score(u.weights) as score
+  from search_documents d
+  cross join lateral unnest(d.document) u;
+
+insert into search_postings
+select *
+from search_posting_rows;
+
+create function vitrine_search_documents_posted() returns trigger
+language plpgsql
+security definer
+set search_path from current
+as $$
+begin
+  if tg_op in ('DELETE', 'UPDATE') then
+    -- Through the primary key: the old row's own lexemes.
+    delete from search_postings p
+    using old_rows o
+    cross join lateral unnest(o.document) u
+    where p.language_code = o.language_code
+      and p.lexeme = u.lexeme
+      and p.entry_id = o.entry_id;
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') then
+    insert into search_postings
+    select n.language_code, u.lexeme, n.entry_id, n.content_type_id, n.published, n.published_at, n.author_id, vitrine_posting_score(u.weights)
+    from new_rows n
+    cross join lateral unnest(n.document) u;
+  end if;
+  return null;
+end
+$$;
+
+create trigger search_documents_posted_insert after insert on search_documents
+  referencing new table as new_rows
+  for each statement execute function vitrine_search_documents_posted();
+create trigger search_documents_posted_update after update on search_documents
+  referencing old table as old_rows new table as new_rows
+  for each statement execute function vitrine_search_documents_posted();
+create trigger search_documents_posted_delete after delete on search_documents
+  referencing old table as old_rows
+  for each statement execute function vitrine_search_documents_posted();
+
+-- Where search_postings and search_documents disagree: none when they agree.
+create function vitrine_search_posting_drift()
+returns table (language_code text, lexeme text, entry_id bigint, kept boolean, computed boolean)
+language sql
+stable
+set search_path from current
+as $$
+  select coalesce(k.language_code, c.language_code), coalesce(k.lexeme, c.lexeme), coalesce(k.entry_id, c.entry_id), k.entry_id is not null, c.entry_id is not null
+  from search_postings k
+  full join search_posting_rows c on c.language_code = k.language_code and c.lexeme = k.lexeme and c.entry_id = k.entry_id
+  where k.entry_id is null
+    or c.entry_id is null
+    or (k.content_type_id, k.published, k.published_at, k.author_id, k.score)
+      is distinct from (c.content_type_id, c.published, c.published_at, c.author_id, c.score)
+$$;
+
+-- The repair of 0008 rebuilds both.
+create or replace function vitrine_repair_search_documents() returns void
+language plpgsql
+security definer
+set search_path from current
+as $$
+begin
+  lock table entries in share row exclusive mode;
+  lock table entry_translations in share row exclusive mode;
+  alter table search_documents disable trigger search_documents_posted_delete;
+  alter table search_documents disable trigger search_documents_posted_insert;
+  delete from search_documents;
+  insert into search_documents
+  select *
+  from search_document_rows;
+  alter table search_documents enable trigger search_documents_posted_delete;
+  alter table search_documents enable trigger search_documents_posted_insert;
+  delete from search_postings;
+  insert into search_postings
+  select *
+  from search_posting_rows;
+end
+$$;
