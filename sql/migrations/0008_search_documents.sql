@@ -72,6 +72,9 @@ begin
 end
 $$;
 
+-- An update: a key gone is deleted, a new key inserted, and a key kept whose text changed gets its
+-- new document in place (an update, not a delete and an insert: 0009 then rewrites only the
+-- postings that changed).
 create function vitrine_translations_updated_searched() returns trigger
 language plpgsql
 security definer
@@ -82,25 +85,20 @@ begin
   using old_rows o
   where s.entry_id = o.entry_id
     and s.language_code = o.language_code
-    and not exists (
-      select 1
-      from new_rows n
-      where n.entry_id = o.entry_id
-        and n.language_code = o.language_code
-        and (n.title, n.excerpt, n.body) is not distinct from (o.title, o.excerpt, o.body)
-    );
+    and not exists (select 1 from new_rows n where n.entry_id = o.entry_id and n.language_code = o.language_code);
   perform 1 from entries e where e.id in (select entry_id from new_rows) order by e.id for share of e;
+  update search_documents s
+  set document = vitrine_search_document(n.language_code, n.title, n.excerpt, n.body)
+  from new_rows n
+  join old_rows o on o.entry_id = n.entry_id and o.language_code = n.language_code
+  where s.entry_id = n.entry_id
+    and s.language_code = n.language_code
+    and (n.title, n.excerpt, n.body) is distinct from (o.title, o.excerpt, o.body);
   insert into search_documents
   select r.* -- the view has the table's columns, in its order
   from new_rows n
   join search_document_rows r on r.entry_id = n.entry_id and r.language_code = n.language_code
-  where not exists (
-    select 1
-    from old_rows o
-    where o.entry_id = n.entry_id
-      and o.language_code = n.language_code
-      and (n.title, n.excerpt, n.body) is not distinct from (o.title, o.excerpt, o.body)
-  );
+  where not exists (select 1 from old_rows o where o.entry_id = n.entry_id and o.language_code = n.language_code);
   return null;
 end
 $$;

@@ -5,7 +5,7 @@
 -- What the triggers keep true: for every row of search_documents and every lexeme of its
 -- `document`, exactly one row of search_postings with its language_code, entry_id, the row's
 -- content_type_id, published, published_at and author_id, and `score`, the lexeme's ts_rank_cd
--- against the document (vitrine_posting_score); and no other row.
+-- against the document (search_document_postings); and no other row.
 -- For whom: a search of one word, or of one word as the user types it (C55), reads the range of
 -- that word, or of the words it begins, from the primary key alone (an index-only scan: about
 -- 70 bytes a match), instead of one search_documents row with its whole vector per match.
@@ -18,41 +18,48 @@ create table search_postings (
   published boolean not null,
   published_at timestamptz,
   author_id bigint,
-  score float8 not null,
-  primary key (language_code, lexeme, entry_id) include (content_type_id, published, published_at, author_id, score)
+  score float8 not null
 );
 
 -- A lexeme's ts_rank_cd against its document, from its positions' weights: for a query of one
 -- lexeme (or one prefix), ts_rank_cd adds, for each position, 1 / (1 / weight) with the default
 -- weights {0.1, 0.2, 0.4, 1.0} (D, C, B, A) as float4, in float8, in position order; a prefix's
 -- is the sum over the lexemes it begins. Exact to the bit once cast to real (checked on every
--- lexeme of the benchmark's data, and by test/live-entry-counts.test.ts).
-create function vitrine_posting_score(weights text[]) returns float8
-language sql
-immutable
-parallel safe
-as $$
-  select sum(1.0::float8 / (1.0::float8 / (case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8))
-  from unnest(weights) w
-$$;
-
--- What search_postings holds, computed from search_documents.
-create view search_posting_rows as
-  select d.language_code, u.lexeme, d.entry_id, d.content_type_id, d.published, d.published_at, d.author_id, vitrine_posting_score(u.weights) as score
+-- lexeme of the benchmark's data, and by test/live-entry-counts.test.ts). A view, not a
+-- function: a SQL function with an aggregate is not inlined, and its calls cost writers more
+-- than the rest of their statement.
+create view search_document_postings as
+  select d.language_code, u.lexeme, d.entry_id, d.content_type_id, d.published, d.published_at, d.author_id, s.score
   from search_documents d
-  cross join lateral unnest(d.document) u;
+  cross join lateral unnest(d.document) u
+  cross join lateral (
+    select sum(1.0::float8 / (1.0::float8 / (case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8)) as score
+    from unnest(u.weights) w
+  ) s;
 
 insert into search_postings
 select *
-from search_posting_rows;
+from search_document_postings;
 
+-- Built after the rows (sorted once, not one insertion at a time).
+alter table search_postings add primary key (language_code, lexeme, entry_id) include (content_type_id, published, published_at, author_id, score);
+
+-- search_documents, per statement: the postings of the rows removed go, those of the rows added
+-- come. An update (a translation's text, or its entry's state) writes only the postings that
+-- differ: a title edited changes the postings of the words added or removed, not the others'
+-- (a lexeme's score depends on its weights, not on its positions).
 create function vitrine_search_documents_posted() returns trigger
 language plpgsql
 security definer
 set search_path from current
 as $$
 begin
-  if tg_op in ('DELETE', 'UPDATE') then
+  if tg_op = 'INSERT' then
+    insert into search_postings
+    select p.*
+    from new_rows n
+    join search_document_postings p on p.entry_id = n.entry_id and p.language_code = n.language_code;
+  elsif tg_op = 'DELETE' then
     -- Through the primary key: the old row's own lexemes.
     delete from search_postings p
     using old_rows o
@@ -60,12 +67,41 @@ begin
     where p.language_code = o.language_code
       and p.lexeme = u.lexeme
       and p.entry_id = o.entry_id;
-  end if;
-  if tg_op in ('INSERT', 'UPDATE') then
+  else
+    -- The postings as they were (from the old rows' lexemes) and as they are now, once each.
+    with was as materialized (
+      select p.*
+      from old_rows o
+      cross join lateral unnest(o.document) u
+      join search_postings p on p.language_code = o.language_code and p.lexeme = u.lexeme and p.entry_id = o.entry_id
+    ),
+    now_kept as materialized (
+      select p.*
+      from new_rows n
+      join search_document_postings p on p.entry_id = n.entry_id and p.language_code = n.language_code
+    ),
+    gone as (
+      delete from search_postings p
+      using was w
+      where p.language_code = w.language_code
+        and p.lexeme = w.lexeme
+        and p.entry_id = w.entry_id
+        and not exists (select 1 from now_kept k where k.language_code = w.language_code and k.lexeme = w.lexeme and k.entry_id = w.entry_id)
+    ),
+    changed as (
+      update search_postings p
+      set content_type_id = k.content_type_id, published = k.published, published_at = k.published_at, author_id = k.author_id, score = k.score
+      from now_kept k
+      join was w on w.language_code = k.language_code and w.lexeme = k.lexeme and w.entry_id = k.entry_id
+      where p.language_code = k.language_code
+        and p.lexeme = k.lexeme
+        and p.entry_id = k.entry_id
+        and (w.content_type_id, w.published, w.published_at, w.author_id, w.score) is distinct from (k.content_type_id, k.published, k.published_at, k.author_id, k.score)
+    )
     insert into search_postings
-    select n.language_code, u.lexeme, n.entry_id, n.content_type_id, n.published, n.published_at, n.author_id, vitrine_posting_score(u.weights)
-    from new_rows n
-    cross join lateral unnest(n.document) u;
+    select k.*
+    from now_kept k
+    where not exists (select 1 from was w where w.language_code = k.language_code and w.lexeme = k.lexeme and w.entry_id = k.entry_id);
   end if;
   return null;
 end
@@ -90,7 +126,7 @@ set search_path from current
 as $$
   select coalesce(k.language_code, c.language_code), coalesce(k.lexeme, c.lexeme), coalesce(k.entry_id, c.entry_id), k.entry_id is not null, c.entry_id is not null
   from search_postings k
-  full join search_posting_rows c on c.language_code = k.language_code and c.lexeme = k.lexeme and c.entry_id = k.entry_id
+  full join search_document_postings c on c.language_code = k.language_code and c.lexeme = k.lexeme and c.entry_id = k.entry_id
   where k.entry_id is null
     or c.entry_id is null
     or (k.content_type_id, k.published, k.published_at, k.author_id, k.score)
@@ -117,6 +153,6 @@ begin
   delete from search_postings;
   insert into search_postings
   select *
-  from search_posting_rows;
+  from search_document_postings;
 end
 $$;
