@@ -776,4 +776,16 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entry_translations_searched_delete after delete on entry_translations\n  referencing old table as old_rows\n  for each statement execute function vitrine_translations_deleted_searched();\n', replace: '' }],
     tests: [COUNTS],
   },
+  {
+    id: 'search-postings-update-writer',
+    regression: 'C55/C1/C2: search_postings misses a writer: an entry unpublished or a translation edited leaves one-word searches answering from the old postings',
+    edits: [{ file: 'sql/migrations/0009_search_postings.sql', find: 'create trigger search_documents_posted_update after update on search_documents\n  referencing old table as old_rows new table as new_rows\n  for each statement execute function vitrine_search_documents_posted();\n', replace: '' }],
+    tests: [COUNTS],
+  },
+  {
+    id: 'search-postings-score',
+    regression: 'C42/C55: a one-word search ranks by the number of a word\'s positions, not by ts_rank_cd (title, excerpt and body weighed alike)',
+    edits: [{ file: 'sql/migrations/0009_search_postings.sql', find: "(case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8", replace: '1.0::float8' }],
+    tests: SEARCH_BOX,
+  },
 ]
