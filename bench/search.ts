@@ -116,6 +116,8 @@ async function pickCases(sql: Sql): Promise<Case[]> {
     { name: `a word in ${(one!.share * 100).toFixed(1)}% (sampled)`, search: `${one!.word} `, target: 20 },
     { name: `a word in ${(ten!.share * 100).toFixed(1)}% (sampled)`, search: `${ten!.word} `, target: 50 },
     { name: 'a 3-letter prefix', search: prefix, target: 50 },
+    // Two words: the GIN index of search_documents, not the postings (sql/search-structure.md).
+    { name: 'both words', search: `${one!.word} ${ten!.word} `, target: null },
   ]
 }
 

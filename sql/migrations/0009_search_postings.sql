@@ -2,7 +2,7 @@
 -- on search_documents (0008). The design, what it costs writers, and its failure modes:
 -- sql/search-structure.md ("Postings").
 --
--- What the triggers keep true: for every row of search_documents and every lexeme of its
+-- What the triggers keep true: for every row of search_documents of a published entry and every lexeme of its
 -- `document`, exactly one row of search_postings with its language_code, entry_id, the row's
 -- content_type_id, published, published_at and author_id, and `score`, the lexeme's ts_rank_cd
 -- against the document (search_document_postings); and no other row.
@@ -25,17 +25,28 @@ create table search_postings (
 -- lexeme (or one prefix), ts_rank_cd adds, for each position, 1 / (1 / weight) with the default
 -- weights {0.1, 0.2, 0.4, 1.0} (D, C, B, A) as float4, in float8, in position order; a prefix's
 -- is the sum over the lexemes it begins. Exact to the bit once cast to real (checked on every
--- lexeme of the benchmark's data, and by test/live-entry-counts.test.ts). A view, not a
--- function: a SQL function with an aggregate is not inlined, and its calls cost writers more
--- than the rest of their statement.
-create view search_document_postings as
-  select d.language_code, u.lexeme, d.entry_id, d.content_type_id, d.published, d.published_at, d.author_id, s.score
-  from search_documents d
-  cross join lateral unnest(d.document) u
-  cross join lateral (
-    select sum(1.0::float8 / (1.0::float8 / (case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8)) as score
+-- lexeme of the benchmark's data, and by test/live-entry-counts.test.ts). One SELECT, so that
+-- PostgreSQL inlines it where it is used (a call per lexeme cost writers more than the rest).
+create function vitrine_document_postings(document tsvector) returns table (lexeme text, score float8)
+language sql
+immutable
+parallel safe
+as $$
+  select u.lexeme, (
+    select sum(1.0::float8 / (1.0::float8 / (case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8))
     from unnest(u.weights) w
-  ) s;
+  )
+  from unnest(document) u
+$$;
+
+-- What search_postings holds, computed from search_documents: the rows of published entries
+-- only (what a search can find), so that a draft or scheduled entry's words cost nothing, and
+-- publishing or unpublishing one inserts or deletes its postings (cheaper than updating them).
+create view search_document_postings as
+  select d.language_code, p.lexeme, d.entry_id, d.content_type_id, d.published, d.published_at, d.author_id, p.score
+  from search_documents d
+  cross join lateral vitrine_document_postings(d.document) p
+  where d.published;
 
 insert into search_postings
 select *
@@ -56,29 +67,33 @@ as $$
 begin
   if tg_op = 'INSERT' then
     insert into search_postings
-    select p.*
+    select n.language_code, p.lexeme, n.entry_id, n.content_type_id, n.published, n.published_at, n.author_id, p.score
     from new_rows n
-    join search_document_postings p on p.entry_id = n.entry_id and p.language_code = n.language_code;
+    cross join lateral vitrine_document_postings(n.document) p
+    where n.published;
   elsif tg_op = 'DELETE' then
     -- Through the primary key: the old row's own lexemes.
     delete from search_postings p
     using old_rows o
     cross join lateral unnest(o.document) u
-    where p.language_code = o.language_code
+    where o.published
+      and p.language_code = o.language_code
       and p.lexeme = u.lexeme
       and p.entry_id = o.entry_id;
   else
-    -- The postings as they were (from the old rows' lexemes) and as they are now, once each.
+    -- The postings as they were and as they are now, from the rows' documents; only those that
+    -- differ are written.
     with was as materialized (
-      select p.*
+      select o.language_code, p.lexeme, o.entry_id, o.content_type_id, o.published, o.published_at, o.author_id, p.score
       from old_rows o
-      cross join lateral unnest(o.document) u
-      join search_postings p on p.language_code = o.language_code and p.lexeme = u.lexeme and p.entry_id = o.entry_id
+      cross join lateral vitrine_document_postings(o.document) p
+      where o.published
     ),
     now_kept as materialized (
-      select p.*
+      select n.language_code, p.lexeme, n.entry_id, n.content_type_id, n.published, n.published_at, n.author_id, p.score
       from new_rows n
-      join search_document_postings p on p.entry_id = n.entry_id and p.language_code = n.language_code
+      cross join lateral vitrine_document_postings(n.document) p
+      where n.published
     ),
     gone as (
       delete from search_postings p

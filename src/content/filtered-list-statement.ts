@@ -303,7 +303,7 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
  * The live translations of the type, in the selected language or in the
  * fallback one (only when it is another), that match the search, with their
  * rank: `{side}_search` (the queries), `{side}_hits` (entry id, publication
- * time, author, rank). Found through the GIN index of search_documents, each
+ * time, author, rank), read once by the candidates. Found through the GIN index of search_documents, each
  * row saying itself whether its entry is live and of the type: no lookup per
  * match. A search of one word (as typed: C55) whose queries have at most one
  * lexeme each reads search_postings' ranges instead (index-only), the choice
@@ -324,7 +324,8 @@ function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): Pe
       select ${queries.exact} as exact, ${queries.query} as query
     ),
     ${postings === null ? sql`` : postings.tables}
-    ${sql(`${side}_hits`)} as materialized (
+    -- Fenced: the planner would AND the GIN index with another one's bitmap.
+    ${sql(`${side}_indexed`)} as materialized (
       select s.entry_id as id, s.published_at, s.author_id, ${rankOf(sql, sql`s.document`, exact, query, withPrefix)} as rank
       from search_documents s
       where s.document @@ ${query}
@@ -332,6 +333,11 @@ function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): Pe
         and ${liveInType(sql, sql`s`)}
         ${other}
         ${postings === null ? sql`` : sql`and not ${postings.chosen}`}
+    ),
+    -- Not fenced: the postings' rows go straight into the candidates, stored once.
+    ${sql(`${side}_hits`)} as (
+      select *
+      from ${sql(`${side}_indexed`)}
       ${postings === null ? sql`` : sql`union all ${postings.hits}`}
     )
   `
@@ -353,9 +359,20 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
   const stemmed = sql`websearch_to_tsquery(vitrine_search_config(${language}), ${word})`
   const written = sql`websearch_to_tsquery('simple', ${word})`
   const exact = sql`(select exact from ${words})`
-  const rank = withPrefix
-    ? sql`case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end`
-    : sql`max(p.score)::real`
+  const postings = sql`
+    ${ranges} r
+    cross join lateral (
+      select *
+      from search_postings s
+      where s.language_code = ${language}
+        and s.lexeme >= r.low collate "C"
+        and s.lexeme <= r.high collate "C"
+        and ${liveInType(sql, sql`s`)}
+    ) p
+    where (select chosen from ${words})
+      ${other}
+  `
+  const rank = sql`case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end`
   return {
     chosen: sql`(select chosen from ${words})`,
     tables: sql`
@@ -379,21 +396,18 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
           )` : sql``}
       ),
     `,
-    hits: sql`
-      select p.entry_id as id, p.published_at, p.author_id, ${rank} as rank
-      from ${ranges} r
-      cross join lateral (
-        select *
-        from search_postings s
-        where s.language_code = ${language}
-          and s.lexeme >= r.low collate "C"
-          and s.lexeme <= r.high collate "C"
-          and ${liveInType(sql, sql`s`)}
-      ) p
-      where (select chosen from ${words})
-        ${other}
-      group by p.entry_id, p.published_at, p.author_id
-    `,
+    // A word alone: one lexeme, each entry once, its score its rank. With a prefix, an entry's
+    // matching lexemes are summed (grouped by the entry alone: the narrowest groups).
+    hits: withPrefix
+      ? sql`
+        select p.entry_id as id, max(p.published_at) as published_at, max(p.author_id) as author_id, ${rank} as rank
+        from ${postings}
+        group by p.entry_id
+      `
+      : sql`
+        select p.entry_id as id, p.published_at, p.author_id, p.score::real as rank
+        from ${postings}
+      `,
   }
 }
 
@@ -446,7 +460,14 @@ function candidateRows(sql: Sql, start: ListOptions['start'], rows: number, rele
       ${'offset' in start ? sql`offset ${start.offset}::int8` : sql``}
       limit ${rows}::int8
     ) p
-    join entries e on e.id = p.id
+    -- One primary-key lookup per row of the page, whatever the planner guesses of the candidates (a
+    -- generic plan: a guess of millions made it hash the whole entries table for a page of 21).
+    cross join lateral (
+      select *
+      from entries e
+      where e.id = p.id
+      offset 0
+    ) e
   `
 }
 
