@@ -319,7 +319,7 @@ async function randomSearchWrite(writer: Sql, rng: ReturnType<typeof random>): P
     `update entry_translations set excerpt = ${someText(rng, 4)}, body = ${someText(rng, 8)} where (entry_id, language_code) in ${translations}`,
     `update entry_translations set slug = 'moved' || random() where (entry_id, language_code) in ${translations}`,
     `update entry_translations t set language_code = case t.language_code when 'en' then 'fr' else 'en' end where (entry_id, language_code) in ${translations} and not exists (select 1 from entry_translations x where x.entry_id = t.entry_id and x.language_code <> t.language_code)`,
-    `update entry_translations t set entry_id = (select id from entries e where not exists (select 1 from entry_translations x where x.entry_id = e.id) limit 1) where (entry_id, language_code) in (select * from ${translations} limit 1) and exists (select 1 from entries e where not exists (select 1 from entry_translations x where x.entry_id = e.id))`,
+    `update entry_translations t set entry_id = (select id from entries e where not exists (select 1 from entry_translations x where x.entry_id = e.id) limit 1) where (entry_id, language_code) in (select * from ${translations} moved limit 1) and exists (select 1 from entries e where not exists (select 1 from entry_translations x where x.entry_id = e.id))`,
     `delete from entry_translations where (entry_id, language_code) in (select entry_id, language_code from entry_translations order by random() limit 1)`,
     `update entries set status = '${rng.pick(STATUSES)}' where id in ${entries}`,
     `update entries set published_at = ${someTime(rng)} where id in ${entries}`,
