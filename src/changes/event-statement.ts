@@ -261,6 +261,8 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
           where e.content_type_id = t.id
             and e.status = 'published'
             and e.published_at > now()
+            -- 'infinity' never comes (and PostgreSQL 15 cannot subtract it).
+            and e.published_at < 'infinity'
         ) n
       ) as next_go_live_ms,
       (

@@ -133,6 +133,8 @@ export function resultHeader(sql: Sql): PendingQuery<Row[]> {
       where e.content_type_id = (select id from content_type)
         and e.status = 'published'
         and e.published_at > now()
+        -- 'infinity' never comes (and PostgreSQL 15 cannot subtract it: a 500).
+        and e.published_at < 'infinity'
     ) as go_live_in,
     (select selected from language) as selected_language,
     (select fallback from language) as default_language

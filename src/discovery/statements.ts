@@ -427,6 +427,8 @@ function nextGoLive(sql: Sql): PendingQuery<Row[]> {
           where e.content_type_id = ct.id
             and e.status = 'published'
             and e.published_at > now()
+            -- 'infinity' never comes (and PostgreSQL 15 cannot subtract it: a 500).
+            and e.published_at < 'infinity'
         ) as at
         from counted_types ct
       ) g

@@ -398,7 +398,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'search-live',
     regression: 'C42/C2: search finds drafts and embargoed entries',
-    edits: [{ file: 'src/content/filtered-list-statement.ts', find: ' and s.published and (s.published_at is null or s.published_at <= now())`', replace: '`' }],
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: ' and ${row}.published and (${row}.published_at is null or ${row}.published_at <= now())`', replace: '`' }],
     tests: FILTERS,
   },
   {
