@@ -94,6 +94,8 @@ describe('C55: the last word as a prefix', () => {
     const bodied = await addEntry(db.sql, { publishedAt: ago(1), translations: { en: { title: 'Other', slug: 'c', body: 'An archway.' } } })
     const exactInTitle = await addEntry(db.sql, { publishedAt: ago(4), translations: { en: { title: 'The arch', slug: 'd' } } })
     expect(await found('arch', 'relevance')).toEqual([exactInTitle, exact, titled, bodied])
+    // Two words (a stop word first): the GIN index of search_documents ranks them the same way.
+    expect(await found('the arch', 'relevance')).toEqual([exactInTitle, exact, titled, bodied])
     expect(await found('arch')).toEqual([bodied, titled, exact, exactInTitle])
     const walked: number[] = []
     let next: string | undefined = '/api/v1/content/post?search=arch&per_page=1'

@@ -759,6 +759,12 @@ export const MUTANTS: Mutant[] = [
     tests: SEARCH_BOX,
   },
   {
+    id: 'search-postings-prefix-not-ranked-below',
+    regression: 'C55: a one-word search ranks a prefix-only match by its score with the exact ones, above an exact match found only in the body',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end', replace: 'sum(p.score)::real' }],
+    tests: SEARCH_BOX,
+  },
+  {
     id: 'search-documents-entries-writer',
     regression: 'C55/C1/C2: search_documents misses a writer: an update of entries (unpublished, moved to another type) leaves the search finding the entry as before',
     edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entries_searched_update after update on entries\n  referencing new table as new_rows\n  for each statement execute function vitrine_entries_searched();\n', replace: '' }],
