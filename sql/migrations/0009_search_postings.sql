@@ -84,15 +84,19 @@ begin
     -- Our triggers never change a row's key: old and new rows pair by it. Unpublished: the
     -- postings go, by key. Published: they come. Published before and after, same document (a new
     -- publication time, type or author): their entry's columns change. A new document: below.
-    delete from search_postings p
-    using old_rows o
-    join new_rows n on n.entry_id = o.entry_id and n.language_code = o.language_code
-    cross join lateral unnest(o.document) u
-    where o.published
-      and not n.published
-      and p.language_code = o.language_code
-      and p.lexeme = u.lexeme
-      and p.entry_id = o.entry_id;
+    -- Each statement only when it has rows to write: planned for transition tables of unknown
+    -- size, an empty one still cost a scan of the postings.
+    if exists (select 1 from old_rows o join new_rows n using (entry_id, language_code) where o.published and not n.published) then
+      delete from search_postings p
+      using old_rows o
+      join new_rows n on n.entry_id = o.entry_id and n.language_code = o.language_code
+      cross join lateral unnest(o.document) u
+      where o.published
+        and not n.published
+        and p.language_code = o.language_code
+        and p.lexeme = u.lexeme
+        and p.entry_id = o.entry_id;
+    end if;
     insert into search_postings
     select n.language_code, p.lexeme, n.entry_id, n.content_type_id, n.published, n.published_at, n.author_id, p.score
     from new_rows n
@@ -100,22 +104,32 @@ begin
     cross join lateral vitrine_document_postings(n.document) p
     where n.published
       and not o.published;
-    update search_postings p
-    set content_type_id = n.content_type_id, published_at = n.published_at, author_id = n.author_id
-    from new_rows n
-    join old_rows o on o.entry_id = n.entry_id and o.language_code = n.language_code
-    cross join lateral unnest(n.document) u
-    where o.published
-      and n.published
-      and o.document = n.document
-      and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)
-      and p.language_code = n.language_code
-      and p.lexeme = u.lexeme
-      and p.entry_id = n.entry_id;
+    if exists (
+      select 1
+      from old_rows o
+      join new_rows n using (entry_id, language_code)
+      where o.published
+        and n.published
+        and o.document = n.document
+        and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)
+    ) then
+      update search_postings p
+      set content_type_id = n.content_type_id, published_at = n.published_at, author_id = n.author_id
+      from new_rows n
+      join old_rows o on o.entry_id = n.entry_id and o.language_code = n.language_code
+      cross join lateral unnest(n.document) u
+      where o.published
+        and n.published
+        and o.document = n.document
+        and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)
+        and p.language_code = n.language_code
+        and p.lexeme = u.lexeme
+        and p.entry_id = n.entry_id;
+    end if;
     -- A new document of a published row: only the postings that differ are written (a title edited:
     -- the words added or removed; a lexeme's score depends on its weights, not its positions).
     with was as materialized (
-      select o.language_code, p.lexeme, o.entry_id, p.score
+      select o.language_code, p.lexeme, o.entry_id, o.content_type_id, o.published_at, o.author_id, p.score
       from old_rows o
       join new_rows n on n.entry_id = o.entry_id and n.language_code = o.language_code
       cross join lateral vitrine_document_postings(o.document) p
@@ -148,7 +162,8 @@ begin
       where p.language_code = k.language_code
         and p.lexeme = k.lexeme
         and p.entry_id = k.entry_id
-        and (w.score <> k.score or (p.content_type_id, p.published_at, p.author_id) is distinct from (k.content_type_id, k.published_at, k.author_id))
+        -- Compared before the posting is looked up: most postings of an edited text are unchanged.
+        and (w.content_type_id, w.published_at, w.author_id, w.score) is distinct from (k.content_type_id, k.published_at, k.author_id, k.score)
     )
     insert into search_postings
     select k.*
