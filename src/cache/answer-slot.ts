@@ -1,7 +1,7 @@
 import type { Config } from '../config'
 import { EVERY_ANSWER_TAG, type RenderedBody } from '../content/content-answer'
 import { readOf, type RequestReads } from '../hooks/context'
-import { corsHeaders } from '../http/cors'
+import { corsOfReads } from '../http/cors'
 import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
 import { logRequest, requestIdOf } from '../http/request-policy'
@@ -44,6 +44,26 @@ export interface PreparedAnswer extends RenderedBody {
   link: string | null
   /** The request headers the callbacks read, lower case (C30). */
   varyHeaders: readonly string[]
+  /** The headers every response made from this output has, built by the slot on first use. */
+  sameHeaders?: SameHeaders
+}
+
+/** An output's headers that are the same for every request (each response copies them: cheaper than building them anew). */
+interface SameHeaders {
+  /** A 200 or 404 with the body. */
+  full: Headers
+  /** A 304: no type, no Link. */
+  notModified: Headers
+}
+
+/**
+ * Fields every response of the slot carries beside its own, while a quota is
+ * on (C52, src/quotas/client-quotas.ts): those the same on every response,
+ * added to an output's same headers, and what they change in `Cache-Control`.
+ */
+export interface ExtraFields {
+  same(headers: Record<string, string>): void
+  cacheControl(value: string): string
 }
 
 /** How the cache served the answer an output was computed from (C34). */
@@ -65,16 +85,18 @@ export class AnswerSlot {
   readonly #cache: AnswerCache | undefined
   readonly #cacheMaxAge: number
   readonly #log: Logger
-  readonly #cors: (request: Request) => Record<string, string>
+  readonly #cors: ReturnType<typeof corsOfReads>
   /** C51: Cloudflare purges by `Cache-Tag`, the same tags comma-separated. */
   readonly #cacheTags: boolean
+  readonly #extraFields: ExtraFields | undefined
 
-  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger }) {
+  constructor({ cache, config, log, extraFields }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger; extraFields?: ExtraFields }) {
     this.#cache = cache
+    this.#extraFields = extraFields
     this.#cacheMaxAge = config.cacheMaxAge
     this.#cacheTags = config.purgeTargets.some((target) => target.kind === 'cloudflare')
     this.#log = log
-    this.#cors = corsHeaders(config)
+    this.#cors = corsOfReads(config)
   }
 
   /** The language a request's `lang` resolves to (C9), for its key; null (no cache, or the languages not known yet) bypasses the cache. */
@@ -112,8 +134,11 @@ export class AnswerSlot {
     return response
   }
 
-  /** The response to a request whose output is kept, logged as the framework logs; null when the routes must answer. */
-  answer(request: Request): Response | null {
+  /**
+   * The response to a request whose output is kept, logged as the framework logs; null when the routes must answer.
+   * `decorate` may add to its headers before it is made (C52's fields: cheaper than setting them on the response).
+   */
+  answer(request: Request, decorate?: (headers: Headers) => void): Response | null {
     const method = request.method
     if (this.#cache === undefined || (method !== 'GET' && method !== 'HEAD')) return null
     const startedAt = performance.now()
@@ -122,7 +147,7 @@ export class AnswerSlot {
     recordCacheRequest('hit')
     const requestId = requestIdOf(request)
     const ageSeconds = Math.floor((startedAt - found.storedAt) / 1000)
-    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD')
+    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD', decorate)
     logRequest(this.#log, request, requestId, response.status, startedAt)
     return response
   }
@@ -141,31 +166,42 @@ export class AnswerSlot {
     return this.#response(request, requestId, output, read, false)
   }
 
-  /** C29, C30, C32–C34 and C39: every header of a content answer, for a hit here as for the routes. */
-  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean): Response {
+  /**
+   * C29, C30, C32–C34 and C39: every header of a content answer, for a hit here as for the routes.
+   * The output's same headers are copied (a native copy: building ten headers from an object costs
+   * several times more), then what differs per request is set.
+   */
+  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean, decorate?: (headers: Headers) => void): Response {
+    const same = (output.sameHeaders ??= this.#sameHeaders(output))
+    const notModified = ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)
+    const headers = new Headers(notModified ? same.notModified : same.full)
+    headers.set('X-Request-Id', requestId)
+    const origin = this.#cors.allowedOrigin(request)
+    if (origin !== null) headers.set('Access-Control-Allow-Origin', origin)
+    const control = cacheControl(this.#cacheMaxAge, served.expiresAt)
+    headers.set('Cache-Control', this.#extraFields ? this.#extraFields.cacheControl(control) : control)
+    headers.set('X-Cache', served.status satisfies CacheStatus)
+    if (served.status === 'HIT') headers.set('Age', String(served.ageSeconds))
+    if (head) headers.set('Content-Length', notModified ? '0' : String(output.body.byteLength))
+    decorate?.(headers)
+    if (notModified) return new Response(null, { status: 304, headers })
+    return new Response(head ? null : output.body, { status: output.status, headers })
+  }
+
+  #sameHeaders(output: PreparedAnswer): SameHeaders {
     const headers: Record<string, string> = {
-      'X-Request-Id': requestId,
       'X-Content-Type-Options': 'nosniff',
-      ...this.#cors(request),
+      ...this.#cors.same,
       ETag: output.etag,
-      'Cache-Control': cacheControl(this.#cacheMaxAge, served.expiresAt),
       'Surrogate-Key': `${output.surrogateKey} ${EVERY_ANSWER_TAG}`,
-      'X-Cache': served.status satisfies CacheStatus,
     }
     if (this.#cacheTags) headers['Cache-Tag'] = headers['Surrogate-Key']!.replaceAll(' ', ',')
     if (output.varyHeaders.length) headers.Vary = appendVary(headers.Vary, output.varyHeaders)
-    if (served.status === 'HIT') headers.Age = String(served.ageSeconds)
-    if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) {
-      if (head) headers['Content-Length'] = '0'
-      return new Response(null, { status: 304, headers })
-    }
+    this.#extraFields?.same(headers)
+    const notModified = new Headers(headers)
     headers['Content-Type'] = JSON_CONTENT_TYPE
     if (output.link !== null) headers.Link = output.link
-    if (head) {
-      headers['Content-Length'] = String(output.body.byteLength)
-      return new Response(null, { status: output.status, headers })
-    }
-    return new Response(output.body, { status: output.status, headers })
+    return { full: new Headers(headers), notModified }
   }
 }
 

@@ -64,6 +64,8 @@ export function requestIdOf(request: Request): string {
  * @example logRequest(log, request, 'abc', 200, startedAt)
  */
 export function logRequest(log: Logger, request: Request, requestId: unknown, status: number, since = performance.now()): void {
+  // Above info (LOG_LEVEL warn: what a busy site runs), not even the path is worked out.
+  if (log.writes?.('info') === false) return
   try {
     const { path, query } = requestTarget(request.url)
     const fields = { requestId, method: request.method, path, query, status, ms: Math.round((performance.now() - since) * 10) / 10 }
