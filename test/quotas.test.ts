@@ -294,6 +294,28 @@ describe('C52: in process', () => {
     expect(refused.status).toBe(429)
     expect(api.statements).toEqual([])
   })
+
+  test('C52: the answer of the routes (MISS) and the kept one (HIT, 304) carry each field once, the same way', async () => {
+    const fields = (response: { headers: Headers }) => ['x-cache', 'access-control-expose-headers', 'cache-control', 'ratelimit-policy'].map((name) => response.headers.get(name))
+    const exposed = 'X-Request-Id, Retry-After, Allow, ETag, X-Cache, Age, Surrogate-Key, RateLimit-Policy, RateLimit'
+    const control = 'public, max-age=30, no-cache="RateLimit, RateLimit-Policy"'
+    const policy = '"requests";q=100;w=600, "heavy";q=1;w=600'
+    // An app of its own: the test before spent the (in-process, unknown) client's units.
+    const own = await cachedTestApp(db.url, { RATE_LIMIT_REQUESTS: '100', RATE_LIMIT_HEAVY: '1', RATE_LIMIT_WINDOW_S: '600', CACHE_MAX_AGE: '30' })
+    try {
+      for (const path of ['/api/v1/languages', '/api/v1/content/post/zeppelin']) {
+        const routes = await own.get(path)
+        const kept = await own.get(path)
+        const notModified = await own.get(path, { headers: { 'if-none-match': kept.headers.get('etag')! } })
+        expect([routes, kept, notModified].map((response) => response.status)).toEqual([200, 200, 304])
+        expect(fields(routes)).toEqual(['MISS', exposed, control, policy])
+        expect(fields(kept)).toEqual(['HIT', exposed, control, policy])
+        expect(fields(notModified)).toEqual(['HIT', exposed, control, policy])
+      }
+    } finally {
+      await own.close()
+    }
+  })
 })
 
 describe('C52: the OpenAPI document', () => {

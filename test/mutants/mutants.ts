@@ -692,7 +692,13 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'quota-heavy-on-hits',
     regression: 'C52: an answer from the cache costs a heavy unit',
-    edits: [{ file: 'src/quotas/client-quotas.ts', find: 'if (answered instanceof Response) return this.#withFields(answered, ticket)', replace: 'if (answered instanceof Response) return (ticket.admit(), this.#withFields(answered, ticket))' }],
+    edits: [{ file: 'src/quotas/client-quotas.ts', find: '      if (hit) return hit\n', replace: "      if (hit) return (this.#settings.rateLimitHeavy > 0 && this.#buckets.take(buckets, 'heavy', now), hit)\n" }],
+    tests: QUOTAS,
+  },
+  {
+    id: 'quota-fields-twice',
+    regression: "C52: an answer the slot made through the routes gets the fields again (the exposed names and Cache-Control's qualifier twice)",
+    edits: [{ file: 'src/quotas/client-quotas.ts', find: "    if (headers.has('RateLimit-Policy')) return\n", replace: '' }],
     tests: QUOTAS,
   },
   {
