@@ -1,6 +1,6 @@
 import type { Loaded } from '../cache/content-cache'
 import type { Sql } from '../db/connect'
-import type { EntryModel } from '../hooks/extension'
+import type { EntryModel, ModelPart } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
 import { selectFields, toItem } from './map-item'
 import { encodeCursor } from './cursor'
@@ -33,8 +33,8 @@ export interface ContentAnswer {
   rendered: RenderedBody | null
   /** What the filter chain needs, when callbacks are registered. */
   rows: EntryRow[]
-  /** The callbacks' second argument for each row, built by the first request that runs the chain (C25). */
-  models?: readonly EntryModel[]
+  /** Each callback's second argument for each row (`models[callback][row]`), built by the first request that runs the chain (C25, C54). */
+  models?: readonly (readonly EntryModel[])[]
   languages: Languages
   /** Lists only. */
   meta: ListMeta | null
@@ -58,8 +58,8 @@ export interface RenderedBody {
 export interface AnswerOptions {
   sql: Sql
   mediaBaseUrl: string
-  /** Callbacks are registered: load each entry's model and leave the body to the chain (C25, C38). */
-  withModel: boolean
+  /** Callbacks are registered: load each entry's model with these parts (C54) and leave the body to the chain (C25, C38); null: no callback. */
+  model: readonly ModelPart[] | null
   timeoutMs: number
   type: string
   lang: string | undefined
@@ -87,7 +87,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     limit: perPage,
     start: start.cursor ? { after: start.cursor.position } : { offset: Math.min((start.page - 1) * perPage, Number.MAX_SAFE_INTEGER) },
     countByScan: options.countByScan,
-    withModel: options.withModel,
+    model: options.model,
     alternates: options.shape?.alternates,
     timeoutMs: options.timeoutMs,
     filters,
@@ -157,7 +157,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
     type: options.type,
     lang: options.lang,
     slug: options.slug,
-    withModel: options.withModel,
+    model: options.model,
     alternates: options.shape?.alternates,
     timeoutMs: options.timeoutMs,
   })
@@ -195,7 +195,7 @@ function entriesAnswer(
   // A list's entries are not all it shows: which entries are live, and their count, are its too (C51).
   const typeTags = meta === null ? [typeTag(options.type)] : [typeTag(options.type), listsTag(options.type)]
   const surrogateKeys = [...typeTags, ...rows.map((row) => `entry-${row.id}`)].join(' ')
-  if (options.withModel) {
+  if (options.model !== null) {
     // The rows stay for the chain; their size is what the cache holds.
     return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
   }
