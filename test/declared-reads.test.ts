@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { CONTENT_ITEM_HOOK, MODEL_PARTS, t, type ContentItemFilter, type EntryModel, type FilterOptions, type ModelPart } from '../src/hooks/extension'
+import { CONTENT_ITEM_HOOK, defineExtension, MODEL_PARTS, t, type ContentItemFilter, type EntryModel, type FilterOptions, type ModelPart } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
 import { listLiveEntries } from '../src/content/list-statement'
 import { findLiveEntryBySlug } from '../src/content/entry-statement'
@@ -228,4 +228,22 @@ describe('registration checks reads (C54)', () => {
       expect(() => registry.add(CONTENT_ITEM_HOOK, (data) => data, { reads } as never)).toThrow(message)
     })
   }
+})
+
+describe('#vitrine/extension types content by reads (checked by tsc --noEmit -p .)', () => {
+  test('reads: [\'fieldValues\'] gives content.fieldValues and no content.terms; reads: [] none of the parts; no reads, all of them', async () => {
+    const extension = defineExtension(({ addFilter }) => {
+      addFilter(CONTENT_ITEM_HOOK, (data, content) => ({ ...data, values: content.fieldValues.length, type: content.content_type.slug }), { reads: ['fieldValues'], schema: { add: { values: t.Integer(), type: t.String() } } })
+      // @ts-expect-error terms is not among the declared reads
+      addFilter(CONTENT_ITEM_HOOK, (data, content) => ({ ...data, terms: content.terms }), { reads: ['fieldValues'] })
+      // @ts-expect-error reads: [] declares no part
+      addFilter(CONTENT_ITEM_HOOK, (data, content) => ({ ...data, title: content.translations[0]?.title ?? null }), { reads: [] })
+      addFilter(CONTENT_ITEM_HOOK, (data, content) => ({ ...data, title: content.translations[0]?.title ?? null, values: content.fieldValues.length, type: content.content_type.slug }), 20)
+    })
+    const registry = new FilterRegistry()
+    await extension(registry.apiFor(SOURCE))
+    expect(registry.filters.map((filter) => filter.reads)).toEqual([['fieldValues'], ['fieldValues'], [], null])
+    // @ts-expect-error an unknown part (and at run time a TypeError: see above)
+    expect(() => registry.add(CONTENT_ITEM_HOOK, (data) => data, { reads: ['body'] })).toThrow(TypeError)
+  })
 })
