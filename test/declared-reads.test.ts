@@ -89,6 +89,23 @@ describe('the statement loads what the callbacks declare (C54)', () => {
     }
   })
 
+  test('a part the model holds is not loaded a second time for the item: the item takes its translation, image and terms from it', async () => {
+    const leanMarks: [ModelPart, string][] = [
+      ['translations', 't.language_code in ('],
+      ['featuredImage', "v.name = 'thumbnail'"],
+      ['terms', "'slug', term.slug)"],
+    ]
+    for (const [part, mark] of leanMarks) {
+      for (const reads of [[], [part]]) {
+        const api = apiWith([[(data) => data, { reads }]])
+        api.statements.length = 0
+        await api.get('/api/v1/content/post')
+        const statement = api.statements.find((text) => text.includes('page_entries'))!
+        expect([part, reads, statement.includes(mark)]).toEqual([part, reads, reads.length === 0])
+      }
+    }
+  })
+
   test('the rows carry exactly the declared parts, in lists and single entries', async () => {
     const options = { type: 'post', lang: undefined, limit: 10, start: { offset: 0 } }
     const shapes: [readonly ModelPart[], string[]][] = [
