@@ -96,7 +96,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
   if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   const meta = { current_page: start.page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
   const link = listLink({ ...options, filters, shape: options.shape ?? FULL_ITEM }, result, meta, start)
-  return { ...loaded, ...(entriesAnswer(options, result.rows, result.languages, meta, link)) }
+  return entriesAnswer(options, loaded, result.rows, result.languages, meta, link)
 }
 
 /**
@@ -165,7 +165,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
   // C5: the type is checked before the slug.
   if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   if (result.row === null) return { ...loaded, ...(errorAnswer('Not found.', options.type)) }
-  return { ...loaded, ...(entriesAnswer(options, [result.row], result.languages, null, null)) }
+  return entriesAnswer(options, loaded, [result.row], result.languages, null, null)
 }
 
 /**
@@ -187,21 +187,28 @@ export function render(body: object): RenderedBody {
 
 function entriesAnswer(
   options: AnswerOptions,
+  loaded: Omit<Loaded<ContentAnswer>, 'value' | 'bytes'>,
   rows: EntryRow[],
   languages: Languages,
   meta: ListMeta | null,
   link: string | null,
-): { value: ContentAnswer; bytes: number } {
+): Loaded<ContentAnswer> {
   // A list's entries are not all it shows: which entries are live, and their count, are its too (C51).
   const typeTags = meta === null ? [typeTag(options.type)] : [typeTag(options.type), listsTag(options.type)]
   const surrogateKeys = [...typeTags, ...rows.map((row) => `entry-${row.id}`)].join(' ')
   if (options.model !== null) {
-    // The rows stay for the chain; their size is what the cache holds.
-    return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
+    return {
+      ...loaded,
+      value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link },
+      // The rows stay for the chain; their size is what the cache holds, measured only when it keeps them (C54: a miss the cache does not keep pays nothing for it).
+      get bytes() {
+        return JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2
+      },
+    }
   }
   const items = rows.map((row) => toItem(row, options.mediaBaseUrl))
   const rendered = render(envelope(selectFields(items, options.shape?.fields ?? null), meta))
-  return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
+  return { ...loaded, value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
 }
 
 function errorAnswer(message: string, type: string): { value: ContentAnswer; bytes: number } {

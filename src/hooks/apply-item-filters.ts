@@ -29,7 +29,7 @@ export interface FilterRun {
  * (`models[callback][item]`, C54). Items run side by side; the callbacks
  * of one item never do. A `null` ends that item's chain: the item is null (C26).
  * A volatile callback that runs marks the request's reads volatile (C38).
- * @example const data = await applyItemFilters(registry, items, modelsFor(registry.filters, rows, mediaBaseUrl), createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
+ * @example const data = await applyItemFilters(registry, items, modelsFor(registry.filters, rows, items, mediaBaseUrl), createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
  */
 export async function applyItemFilters(
   registry: FilterRegistry,
