@@ -58,7 +58,8 @@ function keysSeen(seen: EntryModel[]): string[] {
 }
 
 const ENTRY_COLUMNS = ['id', 'content_type', 'status', 'published_at', 'created_at', 'updated_at', 'author_id', 'featured_image_id']
-const PATHS = ['/api/v1/content/post', '/api/v1/content/post?lang=fr', '/api/v1/content/post/hello', '/api/v1/content/post/bonjour?lang=fr', '/api/v1/content/post?include=alternates']
+/** The routes whose statements load models: the list, the entry, sync (C48). */
+const PATHS = ['/api/v1/content/post', '/api/v1/content/post?lang=fr', '/api/v1/content/post/hello', '/api/v1/content/post/bonjour?lang=fr', '/api/v1/content/post?include=alternates', '/api/v1/sync/post', '/api/v1/sync/post?lang=fr']
 
 describe('the statement loads what the callbacks declare (C54)', () => {
   test('reads: [] loads no relation of the model: no body, no field value, no taxonomy, no image variant beyond the two the item shows', async () => {
@@ -104,6 +105,15 @@ describe('the statement loads what the callbacks declare (C54)', () => {
         expect([part, reads, statement.includes(mark)]).toEqual([part, reads, reads.length === 0])
       }
     }
+  })
+
+  test('sync pages load what is declared too, and a callback reads its part there', async () => {
+    const api = apiWith([[(data, content: EntryModel) => ({ ...data, subtitles: content.fieldValues.length }), { reads: ['fieldValues'], schema: { add: { subtitles: t.Integer() } } }]])
+    api.statements.length = 0
+    const page = await api.get('/api/v1/sync/post')
+    expect([page.status, page.body.data.map((item: { subtitles: number }) => item.subtitles)]).toEqual([200, [1, 0]])
+    const statement = api.statements.find((text) => text.includes('page_entries'))!
+    expect([statement.includes('field_values'), statement.includes('t.body')]).toEqual([true, false])
   })
 
   test('the rows carry exactly the declared parts, in lists and single entries', async () => {
