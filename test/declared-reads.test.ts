@@ -143,7 +143,9 @@ describe('the statement loads what the callbacks declare (C54)', () => {
       const api = apiWith([[(data) => data, reads === undefined ? {} : { reads }]])
       for (const path of PATHS) {
         const [expected, actual] = [await plain.get(path), await api.get(path)]
-        expect([reads, path, actual.status, actual.text]).toEqual([reads, path, 200, expected.text])
+        // A sync page's next URL carries the time it was read: its items are what must match.
+        const shown = (response: { text: string; body: { data: unknown } }) => (path.startsWith('/api/v1/sync/') ? JSON.stringify(response.body.data) : response.text)
+        expect([reads, path, actual.status, shown(actual)]).toEqual([reads, path, 200, shown(expected)])
       }
     }
   })
