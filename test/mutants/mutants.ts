@@ -40,6 +40,7 @@ const EVENTS = ['test/events.test.ts']
 const REPLICAS = ['test/replicas.test.ts']
 const QUOTAS = ['test/quotas.test.ts']
 const EDGE = ['test/edge-purger.test.ts']
+const READS = ['test/declared-reads.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -737,5 +738,30 @@ export const MUTANTS: Mutant[] = [
     regression: 'C53: under WORKERS a scrape leaves one worker\'s counts out: the counters are not exact',
     edits: [{ file: 'src/metrics/worker-scrapes.ts', find: '...answers.filter((answer) => answer !== undefined)', replace: '...answers.slice(1).filter((answer) => answer !== undefined)' }],
     tests: ['test/metrics.test.ts'],
+  },
+  // C54: what callbacks declare they read.
+  {
+    id: 'reads-declared-part-not-loaded',
+    regression: 'C54: a declared part not loaded: a callback declaring fieldValues gets a model without them',
+    edits: [{ file: 'src/content/statement-fragments.ts', find: "parts.has('fieldValues') ? fieldValues : null", replace: 'null' }],
+    tests: READS,
+  },
+  {
+    id: 'reads-undeclared-part-undefined',
+    regression: 'C54: an undeclared part silently undefined: a callback reading a part it did not declare gets undefined, not an error',
+    edits: [{ file: 'src/hooks/declared-reads.ts', find: '        throw new UndeclaredReadError(callbackLabel, part, reads)', replace: '        return undefined' }],
+    tests: READS,
+  },
+  {
+    id: 'reads-whole-model-lost',
+    regression: 'C54/§6 rule 2: beside callbacks that declare, one without reads no longer gets the whole model',
+    edits: [{ file: 'src/hooks/declared-reads.ts', find: 'if (declarations.some((reads) => reads === null)) return MODEL_PARTS', replace: 'if (declarations.every((reads) => reads === null)) return MODEL_PARTS' }],
+    tests: READS,
+  },
+  {
+    id: 'reads-lean-field-twice',
+    regression: 'C54: with translations declared the item\'s title comes from the lean row while the model also loads them: the page reads translations twice',
+    edits: [{ file: 'src/content/statement-fragments.ts', find: "modelParts.has('translations') ? null : translation,", replace: 'translation,' }],
+    tests: READS,
   },
 ]
