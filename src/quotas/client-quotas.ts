@@ -129,7 +129,7 @@ export class ClientQuotas {
     let field = ''
     for (const policy of this.#policies) {
       const { remaining, fullInSeconds } = this.#buckets.state(buckets, policy, now)
-      field += `${field ? ', ' : ''}"${policy}";r=${remaining};t=${fullInSeconds}`
+      field += (field ? ', "' : '"') + policy + '";r=' + remaining + ';t=' + fullInSeconds
     }
     return field
   }
