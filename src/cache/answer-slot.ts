@@ -44,16 +44,16 @@ export interface PreparedAnswer extends RenderedBody {
   link: string | null
   /** The request headers the callbacks read, lower case (C30). */
   varyHeaders: readonly string[]
-  /** The headers every response made from this output has, built by the slot on first use. */
+  /** The headers every response made from this output has, built by the slot on first use when the output is kept. */
   sameHeaders?: SameHeaders
 }
 
-/** An output's headers that are the same for every request (each response copies them: cheaper than building them anew). */
+/** A kept output's headers that are the same for every request (each response copies them: cheaper than building them anew). */
 interface SameHeaders {
   /** A 200 or 404 with the body. */
-  full: Headers
+  full?: Headers
   /** A 304: no type, no Link. */
-  notModified: Headers
+  notModified?: Headers
 }
 
 /**
@@ -147,7 +147,7 @@ export class AnswerSlot {
     recordCacheRequest('hit')
     const requestId = requestIdOf(request)
     const ageSeconds = Math.floor((startedAt - found.storedAt) / 1000)
-    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD', decorate)
+    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD', true, decorate)
     logRequest(this.#log, request, requestId, response.status, startedAt)
     return response
   }
@@ -158,12 +158,13 @@ export class AnswerSlot {
    * volatile callback ran (C38). The framework strips the body of a HEAD.
    */
   respond(request: Request, requestId: string, read: CachedRead<SlotAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
-    if (read.place !== null && !reads?.volatile) {
+    const kept = read.place !== null && !reads?.volatile
+    if (kept) {
       // A plain answer's body is the answer's own: the output costs only its headers.
       const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + OUTPUT_BYTES
       this.#cache?.keep(read, targetOf(request.url), reads?.names ?? [], reads?.values ?? [], output, bytes)
     }
-    return this.#response(request, requestId, output, read, false)
+    return this.#response(request, requestId, output, read, false, kept)
   }
 
   /**
@@ -171,10 +172,9 @@ export class AnswerSlot {
    * The output's same headers are copied (a native copy: building ten headers from an object costs
    * several times more), then what differs per request is set.
    */
-  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean, decorate?: (headers: Headers) => void): Response {
-    const same = (output.sameHeaders ??= this.#sameHeaders(output))
+  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean, kept: boolean, decorate?: (headers: Headers) => void): Response {
     const notModified = ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)
-    const headers = new Headers(notModified ? same.notModified : same.full)
+    const headers = this.#sameHeaders(output, notModified, kept)
     headers.set('X-Request-Id', requestId)
     const origin = this.#cors.allowedOrigin(request)
     if (origin !== null) headers.set('Access-Control-Allow-Origin', origin)
@@ -188,7 +188,18 @@ export class AnswerSlot {
     return new Response(head ? null : output.body, { status: output.status, headers })
   }
 
-  #sameHeaders(output: PreparedAnswer): SameHeaders {
+  /** The output's same headers: a copy of those built once for a kept output, else built for this response alone. */
+  #sameHeaders(output: PreparedAnswer, notModified: boolean, kept: boolean): Headers {
+    const variant = notModified ? 'notModified' : 'full'
+    const built = output.sameHeaders?.[variant]
+    if (built !== undefined) return new Headers(built)
+    const headers = new Headers(this.#sameFields(output, notModified))
+    if (!kept) return headers
+    ;(output.sameHeaders ??= {})[variant] = headers
+    return new Headers(headers)
+  }
+
+  #sameFields(output: PreparedAnswer, notModified: boolean): Record<string, string> {
     const headers: Record<string, string> = {
       'X-Content-Type-Options': 'nosniff',
       ...this.#cors.same,
@@ -198,10 +209,10 @@ export class AnswerSlot {
     if (this.#cacheTags) headers['Cache-Tag'] = headers['Surrogate-Key']!.replaceAll(' ', ',')
     if (output.varyHeaders.length) headers.Vary = appendVary(headers.Vary, output.varyHeaders)
     this.#extraFields?.same(headers)
-    const notModified = new Headers(headers)
+    if (notModified) return headers
     headers['Content-Type'] = JSON_CONTENT_TYPE
     if (output.link !== null) headers.Link = output.link
-    return { full: new Headers(headers), notModified }
+    return headers
   }
 }
 
