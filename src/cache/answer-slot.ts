@@ -44,7 +44,10 @@ export interface PreparedAnswer extends RenderedBody {
   link: string | null
   /** The request headers the callbacks read, lower case (C30). */
   varyHeaders: readonly string[]
-  /** The headers every response made from this output has, built by the slot on first use when the output is kept. */
+  /**
+   * The headers every response made from this output has, built by the slot on first use when the
+   * output is kept: with that slot's settings (CORS, Cache-Tag, quota fields). A cache has one slot.
+   */
   sameHeaders?: SameHeaders
 }
 
@@ -54,6 +57,8 @@ interface SameHeaders {
   full?: Headers
   /** A 304: no type, no Link. */
   notModified?: Headers
+  /** `full` as a hit answers it in one second: with its Cache-Control, X-Cache and Age. */
+  hit?: { headers: Headers; control: string; ageSeconds: number }
 }
 
 /**
@@ -69,8 +74,8 @@ export interface ExtraFields {
 /** How the cache served the answer an output was computed from (C34). */
 type Served = Pick<CachedRead<unknown>, 'status' | 'ageSeconds' | 'expiresAt'>
 
-/** What keeping an output costs besides its body: its headers and bookkeeping. */
-const OUTPUT_BYTES = 512
+/** What keeping an output costs besides its body and the strings of its same headers: their structures and bookkeeping. */
+const OUTPUT_BYTES = 1024
 
 /**
  * The content cache as a slot in front of the routes (C35–C38). `answer`
@@ -161,7 +166,9 @@ export class AnswerSlot {
     const kept = read.place !== null && !reads?.volatile
     if (kept) {
       // A plain answer's body is the answer's own: the output costs only its headers.
-      const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + OUTPUT_BYTES
+      // Its same headers (kept beside it) hold its keys, twice with Cache-Tag, and its Link.
+      const headerBytes = output.surrogateKey.length * (this.#cacheTags ? 2 : 1) + (output.link?.length ?? 0)
+      const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + headerBytes + OUTPUT_BYTES
       this.#cache?.keep(read, targetOf(request.url), reads?.names ?? [], reads?.values ?? [], output, bytes)
     }
     return this.#response(request, requestId, output, read, false, kept)
@@ -174,14 +181,22 @@ export class AnswerSlot {
    */
   #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean, kept: boolean, decorate?: (headers: Headers) => void): Response {
     const notModified = ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)
-    const headers = this.#sameHeaders(output, notModified, kept)
+    const computed = cacheControl(this.#cacheMaxAge, served.expiresAt)
+    const control = this.#extraFields ? this.#extraFields.cacheControl(computed) : computed
+    // A hit in the same second as the one before: its headers but the request's own are those of that one.
+    const hit = kept && !notModified && served.status === 'HIT' ? output.sameHeaders?.hit : undefined
+    const same = hit !== undefined && hit.control === control && hit.ageSeconds === served.ageSeconds
+    const headers = same ? new Headers(hit.headers) : this.#sameHeaders(output, notModified, kept)
+    if (!same) {
+      headers.set('Cache-Control', control)
+      headers.set('X-Cache', served.status satisfies CacheStatus)
+      if (served.status === 'HIT') headers.set('Age', String(served.ageSeconds))
+      // Kept before anything of this request's own is set.
+      if (kept && !notModified && served.status === 'HIT') output.sameHeaders!.hit = { headers: new Headers(headers), control, ageSeconds: served.ageSeconds }
+    }
     headers.set('X-Request-Id', requestId)
     const origin = this.#cors.allowedOrigin(request)
     if (origin !== null) headers.set('Access-Control-Allow-Origin', origin)
-    const control = cacheControl(this.#cacheMaxAge, served.expiresAt)
-    headers.set('Cache-Control', this.#extraFields ? this.#extraFields.cacheControl(control) : control)
-    headers.set('X-Cache', served.status satisfies CacheStatus)
-    if (served.status === 'HIT') headers.set('Age', String(served.ageSeconds))
     if (head) headers.set('Content-Length', notModified ? '0' : String(output.body.byteLength))
     decorate?.(headers)
     if (notModified) return new Response(null, { status: 304, headers })

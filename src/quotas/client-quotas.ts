@@ -47,8 +47,10 @@ const FIELDS_NOT_REUSED = 'no-cache="RateLimit, RateLimit-Policy"'
  * it (a cached answer too); a heavy statement (C47) costs a unit of `heavy`
  * right before it would run (src/db/read.ts asks the request's admission),
  * so an answer from the cache never does. Past a quota: 429, no statement,
- * no unit spent. Every other answer gets `RateLimit-Policy` and `RateLimit`
- * as it is sent: the fields are never part of what the cache keeps, nor of
+ * no unit spent. Every other answer gets `RateLimit-Policy` and `RateLimit`:
+ * the client's own `RateLimit` is set as it is sent, never kept by the cache;
+ * what is the same for every client (the policy, the exposed names, the
+ * no-cache qualifier) is part of a kept output's headers. Neither changes
  * the ETag.
  * @example const fetch = quotas ? quotas.guard(answer) : answer
  */
