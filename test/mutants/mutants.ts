@@ -697,6 +697,12 @@ export const MUTANTS: Mutant[] = [
     tests: QUOTAS,
   },
   {
+    id: 'quota-events-joiner-refused',
+    regression: "C52/C49: a client joining another's catch-up read gets that client's 429",
+    edits: [{ file: 'src/changes/event-feed.ts', find: "        if (error instanceof HttpError && error.status === 429) return this.#readSince(since)\n", replace: '' }],
+    tests: QUOTAS,
+  },
+  {
     id: 'quota-fields-twice',
     regression: "C52: an answer the slot made through the routes gets the fields again (the exposed names and Cache-Control's qualifier twice)",
     edits: [{ file: 'src/quotas/client-quotas.ts', find: "    if (headers.has('RateLimit-Policy')) return\n", replace: '' }],
