@@ -17,7 +17,7 @@ if (!config.databaseUrl) throw new Error('DATABASE_URL is required')
 const type = process.env.EXPLAIN_TYPE ?? 'post'
 const db = openReadPool(config.databaseUrl, { ...config, databasePoolMax: 1 })
 const writer = connectDatabase(config.databaseUrl, { max: 1 })
-const options = { type, lang: undefined, afterId: 0, withModel: false, timeoutMs: 60_000 }
+const options = { type, lang: undefined, afterId: 0, model: null, timeoutMs: 60_000 }
 const [{ live }] = await db`select count(*)::int as live from entries e join content_types ct on ct.id = e.content_type_id where ct.slug = ${type} and e.status = 'published'`
 console.log(`${type}: ${live} published entries`)
 for (const perPage of [100, 1000]) {

@@ -19,6 +19,7 @@ import { migrate } from '../src/db/migrate'
 import { findStatement } from '../src/content/entry-statement'
 import { listStatement } from '../src/content/list-statement'
 import { datasetSql } from './dataset'
+import { MODEL_PARTS, type ModelPart } from '../src/hooks/extension'
 import { CONNECTIONS, load, LOAD_TOOL, readSeconds, type Measure } from './load'
 import { explainPrepared } from './explain-list'
 import { openLane, startBenchService } from './service'
@@ -104,13 +105,13 @@ try {
     runs.hooked.push(noteFailedRequests('one trivial callback', await load(tool, hooked.base + hookPath, HALF)))
   }
   const median = (measures: Measure[], key: keyof Measure) => measures.map((m) => m[key]).sort((a, b) => a - b)[1]
-  const statement = (withModel: boolean): Case => ({
+  const statement = (model: readonly ModelPart[] | null): Case => ({
     name: '',
     path: '',
-    statement: (db) => listStatement(db, { type: 'post', lang: undefined, limit: 100, start: { offset: 0 }, withModel }),
+    statement: (db) => listStatement(db, { type: 'post', lang: undefined, limit: 100, start: { offset: 0 }, model }),
   })
-  const leanCeiling = await ceilingOf(reader, statement(false))
-  const modelCeiling = await ceilingOf(reader, statement(true))
+  const leanCeiling = await ceilingOf(reader, statement(null))
+  const modelCeiling = await ceilingOf(reader, statement(MODEL_PARTS))
   const row = (name: string, measures: Measure[], ceiling: number) =>
     `| ${name} | ${median(measures, 'rps').toFixed(0)} | ${median(measures, 'p50').toFixed(1)} | ${median(measures, 'p99').toFixed(1)} | ${ceiling.toFixed(0)} |`
   const hook = [

@@ -37,7 +37,8 @@ export function createApp(dependencies: AppDependencies): App {
   const { config, filters = new FilterRegistry() } = dependencies
   // Built here, once: from this app's settings and extensions, never from what it served.
   const document = describeQuotas(buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia }), config)
-  const slot = new AnswerSlot(dependencies)
+  const quotas = ClientQuotas.of(config, dependencies.log, dependencies.peerAddress)
+  const slot = new AnswerSlot({ ...dependencies, extraFields: quotas?.fieldsOfKept })
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
   const app = new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
@@ -52,8 +53,7 @@ export function createApp(dependencies: AppDependencies): App {
     .use(discoveryRoutes(dependencies, slot))
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
   const answer = (request: Request) => slot.answer(request) ?? app.handle(request)
-  const quotas = ClientQuotas.of(config, dependencies.log, dependencies.peerAddress)
-  const guarded = quotas ? quotas.guard(answer) : answer
+  const guarded = quotas ? quotas.guard((request) => app.handle(request), (request, decorate) => slot.answer(request, decorate)) : answer
   const routeOf = routeTemplates(app.routes.map((route) => route.path))
   // C53: with METRICS_PORT, every request is counted here, where a cache hit, a 429 and the routes' answers all pass.
   const measured = (request: Request) => {

@@ -10,6 +10,8 @@ export interface Logger {
   info(msg: string, fields?: LogFields): void
   warn(msg: string, fields?: LogFields): void
   error(msg: string, fields?: LogFields): void
+  /** Whether a line at `level` would be written: a caller may skip gathering its fields (absent: always). */
+  writes?(level: Exclude<LogLevel, 'silent'>): boolean
 }
 
 /**
@@ -21,7 +23,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     if (SEVERITY[at] < threshold) return
     write(JSON.stringify({ time: new Date().toISOString(), level: at, msg, ...fields }, errorReplacer) + '\n')
   }
-  return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') }
+  return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error'), writes: (at) => SEVERITY[at] >= threshold }
 }
 
 function errorReplacer(_key: string, value: unknown): unknown {

@@ -20,7 +20,7 @@ import { answerScrapes } from './metrics/worker-scrapes'
 import { createLogger, type Logger } from './log'
 import { startSignal, superviseWorkers } from './workers'
 
-runCommand(async () => {
+runCommand(async (onFailure) => {
   const settings = loadConfig(process.env)
   // `bun run dev` keeps a process ready, its modules loaded, and starts it when an extension is saved.
   if (settings.isSpare && !(await startSignal())) process.exit(0)
@@ -30,6 +30,8 @@ runCommand(async () => {
   if (files.length) log.info('loaded extensions', { files })
 
   const target = await resolveDatabase(settings, log)
+  // A fault before the service serves stops the embedded PostgreSQL, even one thrown outside this function.
+  if (target.embedded) onFailure(() => target.embedded!.stop())
   // Read-only: neither a bug nor an extension can write through it.
   const sql = openReadPool(target.url, settings)
 

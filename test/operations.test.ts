@@ -146,10 +146,13 @@ describe('logs', () => {
     const api = open(db.url, { LOG_LEVEL: 'info' })
     await api.get('/api/v1/content/post?lang=fr&per_page=5', { headers: { 'x-request-id': 'req-1', authorization: 'Bearer secret-token', cookie: 'session=secret' } })
     await api.get('/api/v1/content/post?page=0')
+    await api.get('/', { redirect: 'manual' })
     await api.loggedRequest('/api/v1/content/post?lang=fr&per_page=5')
-    const [ok, bad] = await logLines(api, '/api/v1/content/post?page=0')
+    const [ok, bad, redirect] = await logLines(api, '/')
     expect(ok).toEqual({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: 'info', msg: 'request', requestId: 'req-1', method: 'GET', path: '/api/v1/content/post', query: 'lang=fr&per_page=5', status: 200, ms: expect.any(Number) })
     expect(bad).toMatchObject({ status: 400, query: 'page=0' })
+    // The status sent: a handler's own Response (the redirect to /docs) included.
+    expect(redirect).toMatchObject({ status: 302, path: '/' })
     expect(api.logs.join('\n')).not.toContain('secret')
   })
 

@@ -7,7 +7,11 @@ import { tooManyRequests } from '../src/quotas/client-quotas'
 import { ContentCache, type Loaded } from '../src/cache/content-cache'
 import { cachedTestApp, type CachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
-import { addEntry, clearContent } from './support/fixtures'
+import { addContentType, addEntry, clearContent } from './support/fixtures'
+import { EventFeed } from '../src/changes/event-feed'
+import { decodeEventMark } from '../src/changes/event-mark'
+import { heavyAdmissions } from '../src/db/lanes'
+import { createLogger } from '../src/log'
 import { startService, type RunningService } from './support/service'
 import { waitFor } from './support/wait'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -294,6 +298,28 @@ describe('C52: in process', () => {
     expect(refused.status).toBe(429)
     expect(api.statements).toEqual([])
   })
+
+  test('C52: the answer of the routes (MISS) and the kept one (HIT, 304) carry each field once, the same way', async () => {
+    const fields = (response: { headers: Headers }) => ['x-cache', 'access-control-expose-headers', 'cache-control', 'ratelimit-policy'].map((name) => response.headers.get(name))
+    const exposed = 'X-Request-Id, Retry-After, Allow, ETag, X-Cache, Age, Surrogate-Key, RateLimit-Policy, RateLimit'
+    const control = 'public, max-age=30, no-cache="RateLimit, RateLimit-Policy"'
+    const policy = '"requests";q=100;w=600, "heavy";q=1;w=600'
+    // An app of its own: the test before spent the (in-process, unknown) client's units.
+    const own = await cachedTestApp(db.url, { RATE_LIMIT_REQUESTS: '100', RATE_LIMIT_HEAVY: '1', RATE_LIMIT_WINDOW_S: '600', CACHE_MAX_AGE: '30' })
+    try {
+      for (const path of ['/api/v1/languages', '/api/v1/content/post/zeppelin']) {
+        const routes = await own.get(path)
+        const kept = await own.get(path)
+        const notModified = await own.get(path, { headers: { 'if-none-match': kept.headers.get('etag')! } })
+        expect([routes, kept, notModified].map((response) => response.status)).toEqual([200, 200, 304])
+        expect(fields(routes)).toEqual(['MISS', exposed, control, policy])
+        expect(fields(kept)).toEqual(['HIT', exposed, control, policy])
+        expect(fields(notModified)).toEqual(['HIT', exposed, control, policy])
+      }
+    } finally {
+      await own.close()
+    }
+  })
 })
 
 describe('C52: the OpenAPI document', () => {
@@ -347,5 +373,39 @@ describe('C52 with C37: one statement for concurrent misses', () => {
     expect([failed.status, joinedFailed.status]).toEqual(['rejected', 'rejected'])
     expect((joinedFailed as PromiseRejectedResult).reason.message).toBe('database down')
     expect(secondLoads).toBe(0)
+  })
+})
+
+describe('C52 with C49: one catch-up read for every client resuming from one mark', () => {
+  test("a client joining another's catch-up read is not refused by that client's heavy quota: it reads for itself", async () => {
+    const db = await createTestDatabase()
+    const feed = new EventFeed({ sql: db.sql, log: createLogger('silent'), timeoutMs: 5000, maxSubscribers: 10, retentionDays: 30 })
+    try {
+      await clearContent(db.sql)
+      await addContentType(db.sql, 'post')
+      // A first stream gives a mark (its id line); a write follows it.
+      const first = (await feed.subscribe({ types: null, since: null })).getReader()
+      const mark = decodeEventMark(/^id: (\S+)/.exec(new TextDecoder().decode((await first.read()).value))![1]!)
+      const id = await addEntry(db.sql, { translations: { en: { title: 'After the mark', slug: 'after' } } })
+      // Two clients resume from that mark at once: the first one's heavy quota is spent, the second's is not.
+      const refusing = {
+        admit(): void {
+          throw tooManyRequests(3)
+        },
+      }
+      const admitting = { admitted: 0, admit() { this.admitted++ } }
+      const refused = heavyAdmissions.run(refusing, () => feed.subscribe({ types: null, since: mark }))
+      const joined = heavyAdmissions.run(admitting, () => feed.subscribe({ types: null, since: mark }))
+      await expect(refused).rejects.toMatchObject({ status: 429 })
+      const stream = (await joined).getReader()
+      expect(new TextDecoder().decode((await stream.read()).value)).toContain(`"ids":[${id}]`)
+      // It read for itself, once, under its own admission.
+      expect(admitting.admitted).toBe(1)
+      await first.cancel()
+      await stream.cancel()
+    } finally {
+      feed.close()
+      await db.sql.end()
+    }
   })
 })

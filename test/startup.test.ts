@@ -81,6 +81,26 @@ describe('bun run start: settings checked at start, one line each', () => {
     expect(oneLine(run)).toEqual(['vitrine: could not start: posix_spawn denied'])
   })
 
+  test('a fault thrown outside any promise still stops what the start had set up (an embedded PostgreSQL) before the exit', async () => {
+    // runCommand as main.ts uses it, with a stray fault and a cleanup that takes a while: the exit waits for it.
+    const folder = await mkdtemp(join(tmpdir(), 'vitrine-stray-fault-'))
+    const mark = join(folder, 'stopped')
+    await Bun.write(
+      join(folder, 'command.ts'),
+      `import { runCommand } from ${JSON.stringify(join(ROOT, 'src', 'cli', 'run.ts'))}\n` +
+        `runCommand(async (onFailure) => {\n` +
+        `  onFailure(async () => { await Bun.sleep(100); await Bun.write(${JSON.stringify(mark)}, 'stopped') })\n` +
+        `  setTimeout(() => { throw new Error('a stray fault') }, 0)\n` +
+        `  await Bun.sleep(60_000)\n` +
+        `})\n`,
+    )
+    const child = Bun.spawn(['bun', join(folder, 'command.ts')], { stdout: 'pipe', stderr: 'pipe' })
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
+    const stopped = existsSync(mark) ? await Bun.file(mark).text() : null
+    await rm(folder, { recursive: true, force: true })
+    expect([code, stderr.trim(), stopped]).toEqual([1, 'vitrine: could not start: a stray fault', 'stopped'])
+  })
+
   test('DATA_DIR that cannot be made', async () => {
     const run = await runScript('start', { DATA_DIR: join(ROOT, 'package.json', 'data'), PORT: '0' })
     expect(run.code).toBe(1)

@@ -1,7 +1,7 @@
 import type { Config } from '../config'
 import { EVERY_ANSWER_TAG, type RenderedBody } from '../content/content-answer'
 import { readOf, type RequestReads } from '../hooks/context'
-import { corsHeaders } from '../http/cors'
+import { corsOfReads } from '../http/cors'
 import { cacheControl, ifNoneMatchMatches } from '../http/http-caching'
 import { JSON_CONTENT_TYPE } from '../http/json-response'
 import { logRequest, requestIdOf } from '../http/request-policy'
@@ -44,13 +44,38 @@ export interface PreparedAnswer extends RenderedBody {
   link: string | null
   /** The request headers the callbacks read, lower case (C30). */
   varyHeaders: readonly string[]
+  /**
+   * The headers every response made from this output has, built by the slot on first use when the
+   * output is kept: with that slot's settings (CORS, Cache-Tag, quota fields). A cache has one slot.
+   */
+  sameHeaders?: SameHeaders
+}
+
+/** A kept output's headers that are the same for every request (each response copies them: cheaper than building them anew). */
+interface SameHeaders {
+  /** A 200 or 404 with the body. */
+  full?: Headers
+  /** A 304: no type, no Link. */
+  notModified?: Headers
+  /** `full` as a hit answers it in one second: with its Cache-Control, X-Cache and Age. */
+  hit?: { headers: Headers; control: string; ageSeconds: number }
+}
+
+/**
+ * Fields every response of the slot carries beside its own, while a quota is
+ * on (C52, src/quotas/client-quotas.ts): those the same on every response,
+ * added to an output's same headers, and what they change in `Cache-Control`.
+ */
+export interface ExtraFields {
+  same(headers: Record<string, string>): void
+  cacheControl(value: string): string
 }
 
 /** How the cache served the answer an output was computed from (C34). */
 type Served = Pick<CachedRead<unknown>, 'status' | 'ageSeconds' | 'expiresAt'>
 
-/** What keeping an output costs besides its body: its headers and bookkeeping. */
-const OUTPUT_BYTES = 512
+/** What keeping an output costs besides its body and the strings of its same headers: their structures and bookkeeping. */
+const OUTPUT_BYTES = 1024
 
 /**
  * The content cache as a slot in front of the routes (C35–C38). `answer`
@@ -65,16 +90,18 @@ export class AnswerSlot {
   readonly #cache: AnswerCache | undefined
   readonly #cacheMaxAge: number
   readonly #log: Logger
-  readonly #cors: (request: Request) => Record<string, string>
+  readonly #cors: ReturnType<typeof corsOfReads>
   /** C51: Cloudflare purges by `Cache-Tag`, the same tags comma-separated. */
   readonly #cacheTags: boolean
+  readonly #extraFields: ExtraFields | undefined
 
-  constructor({ cache, config, log }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger }) {
+  constructor({ cache, config, log, extraFields }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger; extraFields?: ExtraFields }) {
     this.#cache = cache
+    this.#extraFields = extraFields
     this.#cacheMaxAge = config.cacheMaxAge
     this.#cacheTags = config.purgeTargets.some((target) => target.kind === 'cloudflare')
     this.#log = log
-    this.#cors = corsHeaders(config)
+    this.#cors = corsOfReads(config)
   }
 
   /** The language a request's `lang` resolves to (C9), for its key; null (no cache, or the languages not known yet) bypasses the cache. */
@@ -112,8 +139,11 @@ export class AnswerSlot {
     return response
   }
 
-  /** The response to a request whose output is kept, logged as the framework logs; null when the routes must answer. */
-  answer(request: Request): Response | null {
+  /**
+   * The response to a request whose output is kept, logged as the framework logs; null when the routes must answer.
+   * `decorate` may add to its headers before it is made (C52's fields: cheaper than setting them on the response).
+   */
+  answer(request: Request, decorate?: (headers: Headers) => void): Response | null {
     const method = request.method
     if (this.#cache === undefined || (method !== 'GET' && method !== 'HEAD')) return null
     const startedAt = performance.now()
@@ -122,7 +152,7 @@ export class AnswerSlot {
     recordCacheRequest('hit')
     const requestId = requestIdOf(request)
     const ageSeconds = Math.floor((startedAt - found.storedAt) / 1000)
-    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD')
+    const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD', true, decorate)
     logRequest(this.#log, request, requestId, response.status, startedAt)
     return response
   }
@@ -133,39 +163,71 @@ export class AnswerSlot {
    * volatile callback ran (C38). The framework strips the body of a HEAD.
    */
   respond(request: Request, requestId: string, read: CachedRead<SlotAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
-    if (read.place !== null && !reads?.volatile) {
+    const kept = read.place !== null && !reads?.volatile
+    if (kept) {
       // A plain answer's body is the answer's own: the output costs only its headers.
-      const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + OUTPUT_BYTES
+      // Its same headers (kept beside it) hold its keys, twice with Cache-Tag, and its Link.
+      const headerBytes = output.surrogateKey.length * (this.#cacheTags ? 2 : 1) + (output.link?.length ?? 0)
+      const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + headerBytes + OUTPUT_BYTES
       this.#cache?.keep(read, targetOf(request.url), reads?.names ?? [], reads?.values ?? [], output, bytes)
     }
-    return this.#response(request, requestId, output, read, false)
+    return this.#response(request, requestId, output, read, false, kept)
   }
 
-  /** C29, C30, C32–C34 and C39: every header of a content answer, for a hit here as for the routes. */
-  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean): Response {
+  /**
+   * C29, C30, C32–C34 and C39: every header of a content answer, for a hit here as for the routes.
+   * The output's same headers are copied (a native copy: building ten headers from an object costs
+   * several times more), then what differs per request is set.
+   */
+  #response(request: Request, requestId: string, output: PreparedAnswer, served: Served, head: boolean, kept: boolean, decorate?: (headers: Headers) => void): Response {
+    const notModified = ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)
+    const computed = cacheControl(this.#cacheMaxAge, served.expiresAt)
+    const control = this.#extraFields ? this.#extraFields.cacheControl(computed) : computed
+    // A hit in the same second as the one before: its headers but the request's own are those of that one.
+    const hit = kept && !notModified && served.status === 'HIT' ? output.sameHeaders?.hit : undefined
+    const same = hit !== undefined && hit.control === control && hit.ageSeconds === served.ageSeconds
+    const headers = same ? new Headers(hit.headers) : this.#sameHeaders(output, notModified, kept)
+    if (!same) {
+      headers.set('Cache-Control', control)
+      headers.set('X-Cache', served.status satisfies CacheStatus)
+      if (served.status === 'HIT') headers.set('Age', String(served.ageSeconds))
+      // Kept before anything of this request's own is set.
+      if (kept && !notModified && served.status === 'HIT') output.sameHeaders!.hit = { headers: new Headers(headers), control, ageSeconds: served.ageSeconds }
+    }
+    headers.set('X-Request-Id', requestId)
+    const origin = this.#cors.allowedOrigin(request)
+    if (origin !== null) headers.set('Access-Control-Allow-Origin', origin)
+    if (head) headers.set('Content-Length', notModified ? '0' : String(output.body.byteLength))
+    decorate?.(headers)
+    if (notModified) return new Response(null, { status: 304, headers })
+    return new Response(head ? null : output.body, { status: output.status, headers })
+  }
+
+  /** The output's same headers: a copy of those built once for a kept output, else built for this response alone. */
+  #sameHeaders(output: PreparedAnswer, notModified: boolean, kept: boolean): Headers {
+    const variant = notModified ? 'notModified' : 'full'
+    const built = output.sameHeaders?.[variant]
+    if (built !== undefined) return new Headers(built)
+    const headers = new Headers(this.#sameFields(output, notModified))
+    if (!kept) return headers
+    ;(output.sameHeaders ??= {})[variant] = headers
+    return new Headers(headers)
+  }
+
+  #sameFields(output: PreparedAnswer, notModified: boolean): Record<string, string> {
     const headers: Record<string, string> = {
-      'X-Request-Id': requestId,
       'X-Content-Type-Options': 'nosniff',
-      ...this.#cors(request),
+      ...this.#cors.same,
       ETag: output.etag,
-      'Cache-Control': cacheControl(this.#cacheMaxAge, served.expiresAt),
       'Surrogate-Key': `${output.surrogateKey} ${EVERY_ANSWER_TAG}`,
-      'X-Cache': served.status satisfies CacheStatus,
     }
     if (this.#cacheTags) headers['Cache-Tag'] = headers['Surrogate-Key']!.replaceAll(' ', ',')
     if (output.varyHeaders.length) headers.Vary = appendVary(headers.Vary, output.varyHeaders)
-    if (served.status === 'HIT') headers.Age = String(served.ageSeconds)
-    if (ifNoneMatchMatches(request.headers.get('if-none-match'), output.etag)) {
-      if (head) headers['Content-Length'] = '0'
-      return new Response(null, { status: 304, headers })
-    }
+    this.#extraFields?.same(headers)
+    if (notModified) return headers
     headers['Content-Type'] = JSON_CONTENT_TYPE
     if (output.link !== null) headers.Link = output.link
-    if (head) {
-      headers['Content-Length'] = String(output.body.byteLength)
-      return new Response(null, { status: output.status, headers })
-    }
-    return new Response(output.body, { status: output.status, headers })
+    return headers
   }
 }
 

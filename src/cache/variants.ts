@@ -12,8 +12,8 @@
 export class Variants<Output> {
   /** By names and values; a Map keeps insertion order: re-inserting on a find makes the first the least recently used. */
   #kept = new Map<string, { signature: string; output: Output; bytes: number }>()
-  /** The distinct lists of names read, with how many kept outputs read each. */
-  #signatures = new Map<string, { names: readonly string[]; count: number }>()
+  /** The distinct lists of names read, with how many kept outputs read each (and, for an empty list, its one key). */
+  #signatures = new Map<string, { names: readonly string[]; count: number; onlyKey: string | null }>()
   #bytes = 0
 
   constructor(
@@ -23,12 +23,15 @@ export class Variants<Output> {
 
   /** The output kept for the values `valueOf` gives, if any. */
   find(valueOf: (name: string) => string | null): Output | undefined {
-    for (const [signature, { names }] of this.#signatures) {
-      const key = keyOf(signature, names.map(valueOf))
+    for (const [signature, { names, onlyKey }] of this.#signatures) {
+      const key = onlyKey ?? keyOf(signature, names.map(valueOf))
       const kept = this.#kept.get(key)
       if (kept === undefined) continue
-      this.#kept.delete(key)
-      this.#kept.set(key, kept)
+      // The most recently used now (nothing to reorder when it is the only one: an answer no callback varies).
+      if (this.#kept.size > 1) {
+        this.#kept.delete(key)
+        this.#kept.set(key, kept)
+      }
       return kept.output
     }
     return undefined
@@ -47,7 +50,7 @@ export class Variants<Output> {
     this.#bytes += bytes
     const known = this.#signatures.get(signature)
     if (known) known.count++
-    else this.#signatures.set(signature, { names: [...names], count: 1 })
+    else this.#signatures.set(signature, { names: [...names], count: 1, onlyKey: names.length === 0 ? key : null })
     // An output larger than the whole share is not kept at all.
     for (const oldest of this.#kept.keys()) {
       if (this.#kept.size <= this.maxCount && this.#bytes <= this.maxBytes) break

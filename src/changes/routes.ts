@@ -48,7 +48,7 @@ export function syncRoutes({ sql, config, filters = new FilterRegistry(), log, l
         // Its kept counts drifted: written with the triggers off, so the change log missed writes too (sql/change-log.md).
         if (token && liveCounts?.countByScan(type)) throw expiredToken()
         const load = () =>
-          loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, withModel: !filters.isEmpty, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token, retentionDays: config.syncRetentionDays })
+          loadSyncAnswer({ sql, mediaBaseUrl: config.mediaBaseUrl, publicUrl: config.publicUrl, model: filters.modelParts, timeoutMs: config.databaseTimeoutMs, type, lang, perPage, token, retentionDays: config.syncRetentionDays })
         const read = await readAnswer(type, lang, [perPage, query.token ?? null], load)
         // Items are the lists' (C48), and so is the route callbacks see.
         const body = { select: (items: readonly (object | null)[]) => items, envelope: (items: readonly (object | null)[]) => syncBody(items, read.value.sync!) }

@@ -3,6 +3,7 @@ import type { ContentAnswer, SyncEnvelope } from '../content/content-answer'
 import { encodeQueryValue, listsTag, render, typeTag } from '../content/content-answer'
 import { toItem } from '../content/map-item'
 import type { Sql } from '../db/connect'
+import type { ModelPart } from '../hooks/extension'
 import { contentTypeNotFound } from '../http/errors'
 import { readSyncPage, type SyncPage } from './sync-statement'
 import { encodeSyncToken, expiredToken, invalidToken, type SyncToken } from './sync-token'
@@ -11,8 +12,8 @@ export interface SyncAnswerOptions {
   sql: Sql
   mediaBaseUrl: string
   publicUrl: string
-  /** Callbacks are registered: keep the rows for the chain (C25, C38). */
-  withModel: boolean
+  /** Callbacks are registered: load each entry's model with these parts (C54) and keep the rows for the chain (C25, C38); null: no callback. */
+  model: readonly ModelPart[] | null
   timeoutMs: number
   type: string
   lang: string | undefined
@@ -37,7 +38,7 @@ export async function loadSyncAnswer(options: SyncAnswerOptions): Promise<Loaded
     since: token?.since ?? null,
     afterId: token?.afterId ?? 0,
     limit: options.perPage,
-    withModel: options.withModel,
+    model: options.model,
     timeoutMs: options.timeoutMs,
   })
   if (!page.typeExists || page.typeId === null) throw contentTypeNotFound()
@@ -51,7 +52,7 @@ export async function loadSyncAnswer(options: SyncAnswerOptions): Promise<Loaded
   const goLiveMs = page.goLiveInSeconds === null ? Infinity : Math.max(0, page.goLiveInSeconds * 1000)
   const loaded = { typeId: page.typeId, expiresInMs: Math.min(goLiveMs, retainedMs(token, options.retentionDays)), language: page.languages.selected }
   const base = { status: 200 as const, surrogateKeys, languages, meta: null, link: null, sync }
-  if (options.withModel) {
+  if (options.model !== null) {
     return { ...loaded, value: { ...base, rendered: null, rows: page.rows }, bytes: JSON.stringify(page.rows).length * 2 + 1024 }
   }
   const rendered = render(syncBody(page.rows.map((row) => toItem(row, options.mediaBaseUrl)), sync))

@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
-import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, resultHeader, type EntryRow, type Languages, type ResultRow } from '../content/statement-fragments'
+import { commonTables, completeRow, entryRows, headerOf, isLive, languagesOf, resultHeader, type EntryRow, type Languages, type ResultRow, type RowContents } from '../content/statement-fragments'
 import type { LogMark } from './sync-token'
 
 export interface SyncPageOptions {
@@ -12,7 +12,8 @@ export interface SyncPageOptions {
   /** Only entries whose id is above this one (the pages already read). */
   afterId: number
   limit: number
-  withModel: boolean
+  /** Load each entry's model with these parts (C25, C54); null: no model. */
+  model: RowContents['model']
   timeoutMs: number
 }
 
@@ -60,7 +61,7 @@ export function isHeavySync(options: Pick<SyncPageOptions, 'since' | 'limit'>): 
  * change log's mark in the statement's own snapshot, and up to `limit`
  * entries by id, each either live (an item, as in lists) or gone from the
  * type (an id in `deleted`).
- * @example await readSyncPage(sql, { type: 'post', lang: undefined, since: null, afterId: 0, limit: 100, withModel: false, timeoutMs: 5000 })
+ * @example await readSyncPage(sql, { type: 'post', lang: undefined, since: null, afterId: 0, limit: 100, model: null, timeoutMs: 5000 })
  */
 export async function readSyncPage(sql: Sql, options: SyncPageOptions): Promise<SyncPage> {
   const [result] = await runRead(sql, () => syncStatement(sql, options), options.timeoutMs, { heavy: isHeavySync(options) })
@@ -79,7 +80,7 @@ export async function readSyncPage(sql: Sql, options: SyncPageOptions): Promise<
 
 /** The statement of `readSyncPage`, not yet sent (the benchmark explains it). */
 export function syncStatement(sql: Sql, options: SyncPageOptions): PendingQuery<SyncResultRow[]> {
-  const { type, lang, since, afterId, limit, withModel } = options
+  const { type, lang, since, afterId, limit, model } = options
   return sql<SyncResultRow[]>`
     with ${commonTables(sql, type, lang)},
     ${since === null ? everyLiveEntry(sql, afterId, limit) : changedEntries(sql, since, afterId, limit)},
@@ -115,7 +116,7 @@ export function syncStatement(sql: Sql, options: SyncPageOptions): PendingQuery<
         select case when pruned_before = '-infinity' then '' else to_char(pruned_before at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end
         from change_log_state
       ) as pruned_before,
-      ${entryRows(sql, { withModel }, sql`e.id`)} as rows
+      ${entryRows(sql, { model }, sql`e.id`)} as rows
   `
 }
 

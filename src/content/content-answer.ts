@@ -1,6 +1,6 @@
 import type { Loaded } from '../cache/content-cache'
 import type { Sql } from '../db/connect'
-import type { EntryModel } from '../hooks/extension'
+import type { EntryModel, ModelPart } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
 import { selectFields, toItem } from './map-item'
 import { encodeCursor } from './cursor'
@@ -33,8 +33,8 @@ export interface ContentAnswer {
   rendered: RenderedBody | null
   /** What the filter chain needs, when callbacks are registered. */
   rows: EntryRow[]
-  /** The callbacks' second argument for each row, built by the first request that runs the chain (C25). */
-  models?: readonly EntryModel[]
+  /** Each callback's second argument for each row (`models[callback][row]`), built by the first request that runs the chain (C25, C54). */
+  models?: readonly (readonly EntryModel[])[]
   languages: Languages
   /** Lists only. */
   meta: ListMeta | null
@@ -58,8 +58,8 @@ export interface RenderedBody {
 export interface AnswerOptions {
   sql: Sql
   mediaBaseUrl: string
-  /** Callbacks are registered: load each entry's model and leave the body to the chain (C25, C38). */
-  withModel: boolean
+  /** Callbacks are registered: load each entry's model with these parts (C54) and leave the body to the chain (C25, C38); null: no callback. */
+  model: readonly ModelPart[] | null
   timeoutMs: number
   type: string
   lang: string | undefined
@@ -87,7 +87,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     limit: perPage,
     start: start.cursor ? { after: start.cursor.position } : { offset: Math.min((start.page - 1) * perPage, Number.MAX_SAFE_INTEGER) },
     countByScan: options.countByScan,
-    withModel: options.withModel,
+    model: options.model,
     alternates: options.shape?.alternates,
     highlights: options.shape?.highlights,
     timeoutMs: options.timeoutMs,
@@ -97,7 +97,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
   if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   const meta = { current_page: start.page, last_page: Math.max(1, Math.ceil(result.total / perPage)), per_page: perPage, total: result.total }
   const link = listLink({ ...options, filters, shape: options.shape ?? FULL_ITEM }, result, meta, start)
-  return { ...loaded, ...(entriesAnswer(options, result.rows, result.languages, meta, link)) }
+  return entriesAnswer(options, loaded, result.rows, result.languages, meta, link)
 }
 
 /**
@@ -159,7 +159,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
     type: options.type,
     lang: options.lang,
     slug: options.slug,
-    withModel: options.withModel,
+    model: options.model,
     alternates: options.shape?.alternates,
     highlights: options.shape?.highlights,
     timeoutMs: options.timeoutMs,
@@ -168,7 +168,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
   // C5: the type is checked before the slug.
   if (!result.typeExists) return { ...loaded, ...(errorAnswer('Content type not found.', options.type)) }
   if (result.row === null) return { ...loaded, ...(errorAnswer('Not found.', options.type)) }
-  return { ...loaded, ...(entriesAnswer(options, [result.row], result.languages, null, null)) }
+  return entriesAnswer(options, loaded, [result.row], result.languages, null, null)
 }
 
 /**
@@ -190,21 +190,28 @@ export function render(body: object): RenderedBody {
 
 function entriesAnswer(
   options: AnswerOptions,
+  loaded: Omit<Loaded<ContentAnswer>, 'value' | 'bytes'>,
   rows: EntryRow[],
   languages: Languages,
   meta: ListMeta | null,
   link: string | null,
-): { value: ContentAnswer; bytes: number } {
+): Loaded<ContentAnswer> {
   // A list's entries are not all it shows: which entries are live, and their count, are its too (C51).
   const typeTags = meta === null ? [typeTag(options.type)] : [typeTag(options.type), listsTag(options.type)]
   const surrogateKeys = [...typeTags, ...rows.map((row) => `entry-${row.id}`)].join(' ')
-  if (options.withModel) {
-    // The rows stay for the chain; their size is what the cache holds.
-    return { value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link }, bytes: JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2 }
+  if (options.model !== null) {
+    return {
+      ...loaded,
+      value: { status: 200, surrogateKeys, rendered: null, rows, languages, meta, link },
+      // The rows stay for the chain; their size is what the cache holds, measured only when it keeps them (C54: a miss the cache does not keep pays nothing for it).
+      get bytes() {
+        return JSON.stringify(rows).length * 2 + (link?.length ?? 0) * 2
+      },
+    }
   }
   const items = rows.map((row) => toItem(row, options.mediaBaseUrl))
   const rendered = render(envelope(selectFields(items, options.shape?.fields ?? null), meta))
-  return { value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
+  return { ...loaded, value: { status: 200, surrogateKeys, rendered, rows: [], languages, meta, link }, bytes: rendered.body.byteLength + (surrogateKeys.length + (link?.length ?? 0)) * 2 + 256 }
 }
 
 function errorAnswer(message: string, type: string): { value: ContentAnswer; bytes: number } {

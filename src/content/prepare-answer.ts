@@ -3,7 +3,7 @@ import type { PreparedAnswer } from '../cache/answer-slot'
 import { applyItemFilters, schemaMismatchHandler } from '../hooks/apply-item-filters'
 import { createFilterContext, headersRead, type RequestReads } from '../hooks/context'
 import type { FilterContext, ItemData } from '../hooks/extension'
-import { deepFreeze, toEntryModel } from '../hooks/model'
+import { modelsFor } from '../hooks/model'
 import type { FilterRegistry } from '../hooks/registry'
 import { render, type ContentAnswer } from './content-answer'
 import { toItem } from './map-item'
@@ -30,7 +30,7 @@ export function answerPreparer({ config, log, filters }: Pick<AppDependencies, '
     if (answer.rendered) return { output: { ...answer.rendered, ...headers, varyHeaders: [] }, reads: null }
     const items = answer.rows.map((row) => toItem(row, config.mediaBaseUrl))
     // Shared by every request the answer serves (C25, C37): frozen, with or without the cache, so that a callback behaves alike in both.
-    answer.models ??= answer.rows.map((row) => deepFreeze(toEntryModel(row, config.mediaBaseUrl)))
+    answer.models ??= modelsFor(filters.filters, answer.rows, items, config.mediaBaseUrl)
     const filtering = createFilterContext(request, { language: answer.languages.selected ?? '', defaultLanguage: answer.languages.default ?? '', route, publicUrl })
     const filtered = await applyItemFilters(filters, items, answer.models, filtering, run)
     const rendered = render(body.envelope(body.select(filtered)))

@@ -28,7 +28,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
   const answerOptions = (type: string, lang: string | undefined, shape: ItemShape) => ({
     sql,
     mediaBaseUrl: config.mediaBaseUrl,
-    withModel: !filters.isEmpty,
+    model: filters.modelParts,
     timeoutMs: config.databaseTimeoutMs,
     publicUrl: config.publicUrl,
     type,

@@ -1,6 +1,6 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
-import type { FieldValueModel, TermModel, TranslationModel } from '../hooks/extension'
+import type { FieldValueModel, ModelPart, TermModel, TranslationModel } from '../hooks/extension'
 
 /*
  * The fragments every statement of the content API shares (the list, the
@@ -25,7 +25,7 @@ export interface EntryRow {
   position: string | null
   created_at: number
   author: { id: number; name: string } | null
-  /** The selected language's translation, else the default language's (C14). Absent from a row loaded with its model until completeRow. */
+  /** The selected language's translation, else the default language's (C14). Absent from a row whose model holds the translations until completeRow; so are `image` and `terms`. */
   translation: { title: string | null; slug: string | null; excerpt: string | null; meta_title: string | null; meta_description: string | null } | null
   image: { path: string; thumbnail: string | null; medium: string | null } | null
   terms: { id: number; name: string; slug: string }[]
@@ -39,16 +39,16 @@ export interface EntryRow {
   rank?: string
 }
 
-/** What the filter hook's model is built from: the relations of C25. */
+/** What the filter hook's model is built from: the relations of C25, those the statement was asked for (C54). */
 export interface EntryModelRow {
   content_type: { id: number; slug: string; name: string }
   updated_at: number
   author_id: number | null
   featured_image_id: number | null
-  translations: TranslationModel[]
-  terms: TermModel[]
-  image: { id: number; path: string; alt: string | null; variants: { name: string; path: string }[] } | null
-  field_values: FieldValueModel[]
+  translations?: TranslationModel[]
+  terms?: TermModel[]
+  image?: { id: number; path: string; alt: string | null; variants: { name: string; path: string }[] } | null
+  field_values?: FieldValueModel[]
 }
 
 export interface Languages {
@@ -59,8 +59,12 @@ export interface Languages {
 
 /** What each row holds beyond the lean item: the entry's model (C25), its alternates (C45), its highlights (C55). */
 export interface RowContents {
-  /** Also load each entry's full model for the filter hook (C25). */
-  withModel?: boolean
+  /**
+   * Also load each entry's model for the filter hook (C25) with these of its
+   * parts (C54: what the callbacks declare they read; FilterRegistry.modelParts);
+   * `[]`: the entry's own columns and content type only. Absent or null: no model.
+   */
+  model?: readonly ModelPart[] | null
   /** Also load each entry's alternates (C45); without them, the statement is the same as before they existed. */
   alternates?: boolean
   /** Also give each row `highlights` (C55): null, unless the statement searches and passes them to entryRows. */
@@ -144,23 +148,25 @@ export function resultHeader(sql: Sql): PendingQuery<Row[]> {
 /**
  * The entries of `page_entries` as a JSON array of EntryRow, in list order:
  * lean (the item's own translation, image variants and terms), or with each
- * entry's model (C25), from which completeRow then takes those; with their
- * alternates (C45) and highlights (C55: `highlightsOf`, null by default) when
- * asked, from the same statement. Every relation
+ * entry's model (C25) holding the parts asked for (C54); a part the model
+ * holds is not loaded twice: completeRow takes the item's translation, image
+ * or terms from it. With their alternates (C45) and highlights (C55:
+ * `highlightsOf`, null by default) when asked, from the same statement. Every relation
  * but the terms is a subquery per entry: an index lookup whatever the planner
  * guesses of the page's size (the statement keeps one generic plan, see
  * connect.ts); the terms come from one join for the whole page (pageTerms).
  */
 export function entryRows(
   sql: Sql,
-  { withModel = false, alternates = false, highlights = false }: RowContents,
+  { model = null, alternates = false, highlights = false }: RowContents,
   order: PendingQuery<Row[]> = listOrder(sql),
   extra: PendingQuery<Row[]> = sql``,
   highlightsOf: PendingQuery<Row[]> = sql`null`,
 ): PendingQuery<Row[]> {
+  const parts = new Set(model ?? [])
   return sql`
     (
-      with ${pageTerms(sql, withModel)}
+      with ${pageTerms(sql, parts.has('terms'))}
       select coalesce(
         json_agg(
           json_build_object(
@@ -176,7 +182,7 @@ export function entryRows(
             ${extra}
             ${alternates ? sql`'alternates', ${alternatesOf(sql)},` : sql``}
             ${highlights ? sql`'highlights', ${highlightsOf},` : sql``}
-            ${withModel ? sql`'model', ${entryModel(sql)}` : itemFields(sql)}
+            ${joinFields(sql, [...itemFields(sql, parts), ...(model === null ? [] : [sql`'model', ${entryModel(sql, parts)}`])])}
           )
           order by ${order}
         ),
@@ -208,10 +214,11 @@ export function listOrder(sql: Sql): PendingQuery<Row[]> {
 /**
  * The terms of the page's entries, in one join for the whole page (C16): a
  * join per entry made the planner hash the whole terms table once per entry.
- * Lean: id, name and slug; with models (C25): also the position and taxonomy.
+ * Lean: id, name and slug; for models holding their terms (C25, C54): also
+ * the position and taxonomy.
  */
-function pageTerms(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
-  const term = withModel
+function pageTerms(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
+  const term = forModel
     ? sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug, 'position', et.position, 'taxonomy', json_build_object('id', tx.id, 'slug', tx.slug, 'name', tx.name))`
     : sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug)`
   return sql`
@@ -220,7 +227,7 @@ function pageTerms(sql: Sql, withModel: boolean): PendingQuery<Row[]> {
       from page_entries pe
       join entry_terms et on et.entry_id = pe.id
       join terms term on term.id = et.term_id
-      ${withModel ? sql`join taxonomies tx on tx.id = term.taxonomy_id` : sql``}
+      ${forModel ? sql`join taxonomies tx on tx.id = term.taxonomy_id` : sql``}
       group by et.entry_id
     )
   `
@@ -249,9 +256,13 @@ function alternatesOf(sql: Sql): PendingQuery<Row[]> {
   `
 }
 
-/** The lean row's translation (C14), image with two variants (C15) and terms (C16); `e` is in scope. */
-function itemFields(sql: Sql): PendingQuery<Row[]> {
-  return sql`
+/**
+ * The lean row's translation (C14), image with two variants (C15) and terms
+ * (C16), as key-value pairs of json_build_object, each unless the model's
+ * parts hold it; `e` is in scope.
+ */
+function itemFields(sql: Sql, modelParts: ReadonlySet<ModelPart>): PendingQuery<Row[]>[] {
+  const translation = sql`
     'translation', (
       select json_build_object(
         'title', t.title,
@@ -265,7 +276,9 @@ function itemFields(sql: Sql): PendingQuery<Row[]> {
         and t.language_code in ((select selected from language), (select fallback from language))
       order by t.language_code = (select selected from language) desc
       limit 1
-    ),
+    )
+  `
+  const image = sql`
     'image', (
       select json_build_object(
         'path', m.path,
@@ -274,46 +287,51 @@ function itemFields(sql: Sql): PendingQuery<Row[]> {
       )
       from media m
       where m.id = e.featured_image_id
-    ),
-    'terms', ${termsOf(sql)}
+    )
   `
+  return [
+    modelParts.has('translations') ? null : translation,
+    modelParts.has('featuredImage') ? null : image,
+    modelParts.has('terms') ? null : sql`'terms', ${termsOf(sql)}`,
+  ].filter((field) => field !== null)
+}
+
+/** Key-value pairs of json_build_object, comma-separated. */
+function joinFields(sql: Sql, fields: PendingQuery<Row[]>[]): PendingQuery<Row[]> {
+  return fields.reduce((joined, field, index) => (index === 0 ? field : sql`${joined}, ${field}`), sql``)
 }
 
 /**
- * A row loaded with its model gets the item's translation (C14: the selected
+ * A row loaded with its model takes the item's translation (C14: the selected
  * language's row, else the default language's, per entry), image variants and
- * terms from that model. A lean row is complete already.
+ * terms from the model's parts that hold them; the others came lean.
  */
 export function completeRow(row: EntryRow, languages: Languages): EntryRow {
   const model = row.model
   if (!model) return row
-  const translation =
-    model.translations.find((t) => t.language_code === languages.selected) ??
-    model.translations.find((t) => t.language_code === languages.default)
-  const variant = (name: string) => model.image?.variants.find((v) => v.name === name)?.path ?? null
-  return {
-    ...row,
-    translation: translation
+  const complete = { ...row }
+  const { translations, image, terms } = model
+  if (translations) {
+    const translation = translations.find((t) => t.language_code === languages.selected) ?? translations.find((t) => t.language_code === languages.default)
+    complete.translation = translation
       ? { title: translation.title, slug: translation.slug, excerpt: translation.excerpt, meta_title: translation.meta_title, meta_description: translation.meta_description }
-      : null,
-    image: model.image ? { path: model.image.path, thumbnail: variant('thumbnail'), medium: variant('medium') } : null,
-    terms: model.terms.map((term) => ({ id: term.id, name: term.name, slug: term.slug })),
+      : null
   }
+  if (image !== undefined) {
+    const variant = (name: string) => image?.variants.find((v) => v.name === name)?.path ?? null
+    complete.image = image ? { path: image.path, thumbnail: variant('thumbnail'), medium: variant('medium') } : null
+  }
+  if (terms) complete.terms = terms.map((term) => ({ id: term.id, name: term.name, slug: term.slug }))
+  return complete
 }
 
-/** An entry's relations for the filter hook (C25), as EntryModelRow; `e` is in scope. */
-function entryModel(sql: Sql): PendingQuery<Row[]> {
-  return sql`
-    json_build_object(
-      -- Every entry of the page has the statement's type: built once (an InitPlan), not per entry.
-      'content_type', (
-        select json_build_object('id', ct.id, 'slug', ct.slug, 'name', ct.name)
-        from content_types ct
-        where ct.id = (select id from content_type)
-      ),
-      'updated_at', ${epochSeconds(sql, sql`e.updated_at`)},
-      'author_id', e.author_id,
-      'featured_image_id', e.featured_image_id,
+/**
+ * An entry's relations for the filter hook (C25), as EntryModelRow: its own
+ * columns and content type always, each relation when `parts` has it (C54);
+ * `e` is in scope. The author is the row's own (the item shows it).
+ */
+function entryModel(sql: Sql, parts: ReadonlySet<ModelPart>): PendingQuery<Row[]> {
+  const translations = sql`
       'translations', (
         select coalesce(
           json_agg(
@@ -332,8 +350,9 @@ function entryModel(sql: Sql): PendingQuery<Row[]> {
         )
         from entry_translations t
         where t.entry_id = e.id
-      ),
-      'terms', ${termsOf(sql)},
+      )
+  `
+  const image = sql`
       'image', (
         select json_build_object(
           'id', m.id,
@@ -347,7 +366,9 @@ function entryModel(sql: Sql): PendingQuery<Row[]> {
         )
         from media m
         where m.id = e.featured_image_id
-      ),
+      )
+  `
+  const fieldValues = sql`
       'field_values', (
         select coalesce(
           json_agg(
@@ -367,6 +388,23 @@ function entryModel(sql: Sql): PendingQuery<Row[]> {
         join custom_fields cf on cf.id = fv.custom_field_id
         where fv.entry_id = e.id
       )
-    )
   `
+  const own = sql`
+      -- Every entry of the page has the statement's type: built once (an InitPlan), not per entry.
+      'content_type', (
+        select json_build_object('id', ct.id, 'slug', ct.slug, 'name', ct.name)
+        from content_types ct
+        where ct.id = (select id from content_type)
+      ),
+      'updated_at', ${epochSeconds(sql, sql`e.updated_at`)},
+      'author_id', e.author_id,
+      'featured_image_id', e.featured_image_id
+  `
+  const relations = [
+    parts.has('translations') ? translations : null,
+    parts.has('terms') ? sql`'terms', ${termsOf(sql)}` : null,
+    parts.has('featuredImage') ? image : null,
+    parts.has('fieldValues') ? fieldValues : null,
+  ].filter((relation) => relation !== null)
+  return sql`json_build_object(${joinFields(sql, [own, ...relations])})`
 }

@@ -26,7 +26,7 @@ export interface EdgePurgerOptions {
   log: Logger
   /** DATABASE_TIMEOUT_MS: each read of the change log, and the delay of the second purge. */
   timeoutMs: number
-  /** How long keys wait for others before they are sent. */
+  /** How long keys wait for others before they are sent (default 0: the next turn of the event loop). */
   coalesceMs?: number
   /** C51: past this many pending keys at a target, they collapse. */
   maxPendingKeys?: number
@@ -67,7 +67,7 @@ export class EdgePurger implements ChangeHandlers {
   #closed = false
 
   constructor(options: EdgePurgerOptions) {
-    this.#options = { ...options, coalesceMs: options.coalesceMs ?? 5, maxPendingKeys: options.maxPendingKeys ?? 10_000 }
+    this.#options = { ...options, coalesceMs: options.coalesceMs ?? 0, maxPendingKeys: options.maxPendingKeys ?? 10_000 }
     const queueOptions = {
       apis: options.apis,
       log: options.log,

@@ -14,7 +14,7 @@ export type PurgeRequestCounts = Map<string, { acknowledged: number; failed: num
 export interface PurgeQueueOptions {
   apis: PurgeApis
   log: Logger
-  /** How long keys wait for others before they are sent (a few milliseconds). */
+  /** How long keys wait for others before they are sent (0: the next turn of the event loop; keys told while a batch is in flight wait for it anyway). */
   coalesceMs: number
   /** Past this many pending keys, they collapse into `collapse()`. */
   maxPendingKeys: number
@@ -24,8 +24,8 @@ export interface PurgeQueueOptions {
 }
 
 /**
- * The keys waiting to be purged at one target (C51), sent in batches after a
- * few milliseconds of coalescing. A batch that fails goes back into the
+ * The keys waiting to be purged at one target (C51), sent in batches: at
+ * once when the target is idle, else together once the batch in flight is answered. A batch that fails goes back into the
  * pending keys, with everything after it, and is tried again with backoff: no
  * purge is lost, and one target down never holds the others back.
  * @example const queue = new PurgeQueue(target, options); queue.add(['entry-42', 'lists-post'])

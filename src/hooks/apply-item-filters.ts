@@ -3,6 +3,7 @@ import { Item } from '../content/schemas'
 import type { Logger } from '../log'
 import { recordHook } from '../metrics/families'
 import type { RequestContext } from './context'
+import { UndeclaredReadError } from './declared-reads'
 import type { EntryModel, ItemData } from './extension'
 import { describeCallback, type FilterRegistry, type RegisteredFilter } from './registry'
 
@@ -24,19 +25,20 @@ export interface FilterRun {
 
 /**
  * Runs every registered callback over every item, in priority order; each
- * gets the previous one's result (C24). Items run side by side; the callbacks
+ * gets the previous one's result (C24) and its own view of the item's model
+ * (`models[callback][item]`, C54). Items run side by side; the callbacks
  * of one item never do. A `null` ends that item's chain: the item is null (C26).
  * A volatile callback that runs marks the request's reads volatile (C38).
- * @example const data = await applyItemFilters(registry, items, models, createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
+ * @example const data = await applyItemFilters(registry, items, modelsFor(registry.filters, rows, items, mediaBaseUrl), createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
  */
 export async function applyItemFilters(
   registry: FilterRegistry,
   items: Item[],
-  models: readonly EntryModel[],
+  models: readonly (readonly EntryModel[])[],
   request: RequestContext,
   run: FilterRun,
 ): Promise<(ItemData | null)[]> {
-  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models[index], request, run)))
+  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models, index, request, run)))
 }
 
 /**
@@ -59,20 +61,22 @@ export function schemaMismatchHandler(policy: SchemaMismatchPolicy, log: Logger)
 async function filterOne(
   filters: readonly RegisteredFilter[],
   item: Item,
-  model: EntryModel,
+  models: readonly (readonly EntryModel[])[],
+  itemIndex: number,
   { context, reads }: RequestContext,
   { timeoutMs, onSchemaMismatch }: FilterRun,
 ): Promise<ItemData | null> {
   let data: ItemData = item
-  for (const filter of filters) {
+  for (let filterIndex = 0; filterIndex < filters.length; filterIndex++) {
+    const filter = filters[filterIndex]
     let result: unknown
     if (filter.volatile) reads.volatile = true
     const startedAt = performance.now()
     try {
-      result = filter.callback(data, model, context)
+      result = filter.callback(data, models[filterIndex][itemIndex], context)
       if (isThenable(result)) result = await settleWithin(Promise.resolve(result), timeoutMs, filter)
     } catch (error) {
-      throw error instanceof FilterError ? error : new FilterError(filter, `threw: ${describe(error)}`, { cause: error })
+      throw error instanceof FilterError ? error : new FilterError(filter, error instanceof UndeclaredReadError ? `broke its declaration: ${error.message}` : `threw: ${describe(error)}`, { cause: error })
     } finally {
       recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
     }

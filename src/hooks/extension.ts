@@ -28,7 +28,19 @@ export type HookName = typeof CONTENT_ITEM_HOOK
  */
 export type ItemData = Partial<Item> & { [field: string]: unknown }
 
-/** Argument 2: the entry's full model, with its relations loaded (C25). Timestamps as in C13. */
+/**
+ * The parts of the model a callback may declare it reads (C54), in
+ * `addFilter`'s `reads`: each one is a relation of the entry, loaded by the
+ * page's statement only when some callback declares it (or some callback
+ * declares nothing).
+ */
+export const MODEL_PARTS = ['translations', 'fieldValues', 'featuredImage', 'terms', 'author'] as const
+export type ModelPart = (typeof MODEL_PARTS)[number]
+
+/**
+ * Argument 2: the entry's full model, with its relations loaded (C25). Timestamps as in C13.
+ * A callback registered with `reads` gets `DeclaredModel` instead: the parts it did not declare are not there.
+ */
 export interface EntryModel {
   id: number
   /** The entry's content type, for example `{ id: 2, slug: 'post', name: 'Posts' }`. */
@@ -91,6 +103,14 @@ export interface FieldValueModel {
 }
 
 /**
+ * What a callback registered with `reads` sees of the model (C54): the entry's
+ * own columns and `content_type`, and the parts it declared; reading any other
+ * part throws.
+ * @example type WithFields = DeclaredModel<['fieldValues']> // has fieldValues, no terms
+ */
+export type DeclaredModel<Reads extends readonly ModelPart[]> = Omit<EntryModel, ModelPart> & Pick<EntryModel, Reads[number]>
+
+/**
  * Request headers, read-only. Every header you read is added to the response's
  * `Vary` (C30), and the service keeps your output for each value it had (C38):
  * `has()` keys it by presence only, `get()` by the value.
@@ -133,9 +153,9 @@ export interface FilterContext {
  * What it returns is kept and served again to requests that agree on what the
  * callbacks read (C38), unless it is registered as `volatile`.
  */
-export type ContentItemFilter = (
+export type ContentItemFilter<Model = EntryModel> = (
   data: ItemData,
-  content: EntryModel,
+  content: Model,
   context: FilterContext,
 ) => ItemData | null | Promise<ItemData | null>
 
@@ -166,15 +186,28 @@ export interface FilterOptions {
    * @example addFilter('service/api/content-item', (data) => ({ ...data, is_new: Date.parse(data.published_at ?? '') > Date.now() - 86_400_000 }), { volatile: true, schema: { add: { is_new: t.Boolean() } } })
    */
   volatile?: boolean
+  /**
+   * The parts of the model the callback reads (C54), any of `MODEL_PARTS`;
+   * `[]`: none, only the entry's own columns and `content_type`. When every
+   * callback declares, the page's statement loads only what they read, which
+   * makes a miss cheaper; reading a part the callback did not declare throws
+   * and fails the request (500, the log names the callback and the part).
+   * Not given: the callback gets the whole model, and so the statement loads it.
+   * @example addFilter('service/api/content-item', (data, content) => ({ ...data, has_image: content.featuredImage !== null }), { reads: ['featuredImage'], schema: { add: { has_image: t.Boolean() } } })
+   */
+  reads?: readonly ModelPart[]
 }
 
 export interface ExtensionApi {
   /**
    * Registers a callback. Lower priorities run first; equal ones in the order
    * they were added (C24). The third argument is the options, or a priority.
+   * With `reads`, `content` is typed by it: `reads: ['fieldValues']` gives
+   * `content.fieldValues` and no `content.terms` (C54).
    * @example addFilter('service/api/content-item', (data) => ({ ...data, flag: true }), { priority: 20, schema: { add: { flag: t.Boolean() } } })
    */
-  addFilter(name: HookName, callback: ContentItemFilter, options?: number | FilterOptions): void
+  addFilter<const Reads extends readonly ModelPart[]>(name: HookName, callback: ContentItemFilter<DeclaredModel<Reads>>, options: FilterOptions & { reads: Reads }): void
+  addFilter(name: HookName, callback: ContentItemFilter, options?: number | (FilterOptions & { reads?: undefined })): void
 }
 
 /** The default export of an extension file. */
@@ -194,7 +227,7 @@ export function defineExtension(extension: Extension): Extension {
  * the item's title and slug.
  * @example const body = itemTranslation(content, context)?.body ?? null
  */
-export function itemTranslation(content: EntryModel, context: FilterContext): TranslationModel | null {
+export function itemTranslation(content: Pick<EntryModel, 'translations'>, context: FilterContext): TranslationModel | null {
   return (
     content.translations.find((row) => row.language_code === context.language) ??
     content.translations.find((row) => row.language_code === context.defaultLanguage) ??

@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import { relative, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { ExtensionApi } from './extension'
 import { provideExtensionModule } from './extension-alias'
 import { FilterRegistry } from './registry'
 
@@ -39,8 +38,7 @@ export async function loadExtensionFiles(paths: string[]): Promise<FilterRegistr
     try {
       const module = await import(pathToFileURL(path).href)
       if (typeof module.default !== 'function') throw new Error('its default export is not a function; see src/hooks/README.md.')
-      const api: ExtensionApi = { addFilter: (name, callback, options) => registry.add(name, callback, options, source) }
-      await module.default(api)
+      await module.default(registry.apiFor(source))
     } catch (error) {
       throw new ExtensionLoadError(`The extension ${source} failed to load: ${error instanceof Error ? error.message : String(error)}`)
     }

@@ -30,8 +30,27 @@ export function corsPolicy(config: Pick<Config, 'corsOrigins'>) {
 }
 
 /**
+ * C29's headers of a GET or HEAD in two parts: those every such request gets
+ * (`same`), and the `Access-Control-Allow-Origin` of one request when it
+ * depends on its `Origin` (null: none, or already among `same`). What the
+ * cache's slot builds its responses from (src/cache/answer-slot.ts).
+ * @example corsOfReads({ corsOrigins: ['https://app.example'] }).same.Vary // 'Origin'
+ */
+export function corsOfReads(config: Pick<Config, 'corsOrigins'>): { same: Record<string, string>; allowedOrigin(request: Request): string | null } {
+  if (config.corsOrigins === '*') return { same: { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED_HEADERS }, allowedOrigin: () => null }
+  const listed = new Set(config.corsOrigins)
+  return {
+    same: { Vary: 'Origin', 'Access-Control-Expose-Headers': EXPOSED_HEADERS },
+    allowedOrigin(request) {
+      const origin = request.headers.get('origin')
+      return origin !== null && listed.has(origin) ? origin : null
+    },
+  }
+}
+
+/**
  * The CORS headers of C29 for a request, as `corsPolicy` sets them: what a
- * response answered outside the framework (a cache hit) carries too.
+ * response answered outside the framework (a 429) carries too.
  * @example corsHeaders({ corsOrigins: '*' })(request)['Access-Control-Allow-Origin'] // '*'
  */
 export function corsHeaders(config: Pick<Config, 'corsOrigins'>): (request: Request) => Record<string, string> {

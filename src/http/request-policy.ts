@@ -43,9 +43,11 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
       // `content-type` beside ours, and send both (see src/http/response-headers.ts).
       return jsonResponse({ error: failure.message }, failure.status)
     })
-    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
+    .onAfterResponse({ as: 'global' }, ({ request, set, responseValue }) => {
       // This runs after the response, outside any handler: whatever throws here would end the process.
-      logRequest(log, request, set.headers['X-Request-Id'], typeof set.status === 'number' ? set.status : 200, startedAt.get(request))
+      // A handler that returns a Response (the redirect of `GET /`) sets its status there, not in `set`.
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200
+      logRequest(log, request, set.headers['X-Request-Id'], status, startedAt.get(request))
     })
 }
 
@@ -64,6 +66,8 @@ export function requestIdOf(request: Request): string {
  * @example logRequest(log, request, 'abc', 200, startedAt)
  */
 export function logRequest(log: Logger, request: Request, requestId: unknown, status: number, since = performance.now()): void {
+  // Above info (LOG_LEVEL warn: what a busy site runs), not even the path is worked out.
+  if (log.writes?.('info') === false) return
   try {
     const { path, query } = requestTarget(request.url)
     const fields = { requestId, method: request.method, path, query, status, ms: Math.round((performance.now() - since) * 10) / 10 }

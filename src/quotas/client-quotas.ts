@@ -1,3 +1,4 @@
+import type { ExtraFields } from '../cache/answer-slot'
 import type { Config } from '../config'
 import { recordRateLimited } from '../metrics/families'
 import { heavyAdmissions, type HeavyAdmission } from '../db/lanes'
@@ -15,12 +16,18 @@ export type QuotaSettings = Pick<Config, 'rateLimitRequests' | 'rateLimitHeavy' 
 /** Answers a request, as the app does (a kept answer comes back at once). */
 export type Answer = (request: Request) => Response | Promise<Response>
 
+/** The cache's answer to a request, made with the headers `decorate` adds; null when it keeps none (src/cache/answer-slot.ts). */
+export type KeptAnswer = (request: Request, decorate?: (headers: Headers) => void) => Response | null
+
 
 /** The 429's message (C52). */
 export const TOO_MANY_REQUESTS = 'Too many requests.'
 
 /** Paths a probe calls: never limited (C52). */
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/healthz/', '/readyz/'])
+
+/** Peer addresses whose client key is kept (a flood of addresses only empties the memo: 64 bytes or so each). */
+const PEERS_REMEMBERED = 4096
 
 /** A browser script may read the fields (CORS). */
 const EXPOSED_FIELDS = 'RateLimit-Policy, RateLimit'
@@ -40,8 +47,10 @@ const FIELDS_NOT_REUSED = 'no-cache="RateLimit, RateLimit-Policy"'
  * it (a cached answer too); a heavy statement (C47) costs a unit of `heavy`
  * right before it would run (src/db/read.ts asks the request's admission),
  * so an answer from the cache never does. Past a quota: 429, no statement,
- * no unit spent. Every other answer gets `RateLimit-Policy` and `RateLimit`
- * as it is sent: the fields are never part of what the cache keeps, nor of
+ * no unit spent. Every other answer gets `RateLimit-Policy` and `RateLimit`:
+ * the client's own `RateLimit` is set as it is sent, never kept by the cache;
+ * what is the same for every client (the policy, the exposed names, the
+ * no-cache qualifier) is part of a kept output's headers. Neither changes
  * the ETag.
  * @example const fetch = quotas ? quotas.guard(answer) : answer
  */
@@ -54,6 +63,8 @@ export class ClientQuotas {
   readonly #policies: Policy[]
   /** `RateLimit-Policy`, the same on every answer. */
   readonly #policyField: string
+  /** Peer address → client key (`#clientOfPeer`). */
+  readonly #peerClients = new Map<string, string>()
 
   /** The quotas of `settings`, or none when both are off (the default). */
   static of(settings: QuotaSettings, log: Logger, peerAddress: (request: Request) => string | null = () => null): ClientQuotas | undefined {
@@ -76,19 +87,27 @@ export class ClientQuotas {
   }
 
   /**
-   * `answer` behind the quotas.
-   * @example Bun.serve({ fetch: quotas.guard((request) => slot.answer(request) ?? app.handle(request)) })
+   * `answer` behind the quotas. `kept`, when given, answers first what the
+   * cache keeps (the slot), with the fields added as its response is made: a
+   * kept answer runs no statement, so it needs no heavy admission either.
+   * @example Bun.serve({ fetch: quotas.guard((request) => app.handle(request), (request, decorate) => slot.answer(request, decorate)) })
    */
-  guard(answer: Answer): Answer {
+  guard(answer: Answer, kept?: KeptAnswer): Answer {
     return (request) => {
-      if (UNLIMITED_PATHS.has(pathOf(request.url))) return answer(request)
+      if (UNLIMITED_PATHS.has(pathOf(request.url))) return kept?.(request) ?? answer(request)
       const now = performance.now()
-      const client = clientKey(this.#peerAddress(request), request.headers.get('x-forwarded-for'), this.#settings.trustedProxies)
-      const ticket = new RequestTicket(this.#buckets, this.#buckets.of(client, now), this.#settings.rateLimitHeavy > 0)
-      if (this.#settings.rateLimitRequests > 0 && !this.#buckets.take(ticket.buckets, 'requests', now)) {
+      // X-Forwarded-For is read only where a trusted proxy may have written it.
+      const forwardedFor = this.#settings.trustedProxies.length > 0 ? request.headers.get('x-forwarded-for') : null
+      const peer = this.#peerAddress(request)
+      const client = forwardedFor === null && peer !== null ? this.#clientOfPeer(peer) : clientKey(peer, forwardedFor, this.#settings.trustedProxies)
+      const buckets = this.#buckets.of(client, now)
+      if (this.#settings.rateLimitRequests > 0 && !this.#buckets.take(buckets, 'requests', now)) {
         recordRateLimited('requests')
-        return this.#tooManyRequests(request, ticket.buckets, 'requests', now)
+        return this.#tooManyRequests(request, buckets, 'requests', now)
       }
+      const hit = kept?.(request, (headers) => this.#addFields(headers, buckets, now))
+      if (hit) return hit
+      const ticket = new RequestTicket(this.#buckets, buckets, this.#settings.rateLimitHeavy > 0)
       ticket.requestCharged = this.#settings.rateLimitRequests > 0
       const answered = ticket.heavyQuota ? heavyAdmissions.run(ticket, () => answer(request)) : answer(request)
       if (answered instanceof Response) return this.#withFields(answered, ticket)
@@ -96,14 +115,25 @@ export class ClientQuotas {
     }
   }
 
+  /** The client of a request that came straight from `peer`: parsed once per address while few are seen. */
+  #clientOfPeer(peer: string): string {
+    let client = this.#peerClients.get(peer)
+    if (client === undefined) {
+      if (this.#peerClients.size >= PEERS_REMEMBERED) this.#peerClients.clear()
+      client = clientKey(peer, null, this.#settings.trustedProxies)
+      this.#peerClients.set(peer, client)
+    }
+    return client
+  }
+
   /** `RateLimit`: each quota's units left and seconds until full. */
   #rateLimitField(buckets: ClientBuckets, now: number): string {
-    return this.#policies
-      .map((policy) => {
-        const { remaining, fullInSeconds } = this.#buckets.state(buckets, policy, now)
-        return `"${policy}";r=${remaining};t=${fullInSeconds}`
-      })
-      .join(', ')
+    let field = ''
+    for (const policy of this.#policies) {
+      const { remaining, fullInSeconds } = this.#buckets.state(buckets, policy, now)
+      field += (field ? ', "' : '"') + policy + '";r=' + remaining + ';t=' + fullInSeconds
+    }
+    return field
   }
 
   #quotaOf(policy: Policy): number {
@@ -114,25 +144,41 @@ export class ClientQuotas {
   #withFields(response: Response, ticket: RequestTicket): Response {
     ticket.open = false
     if (ticket.refused) recordRateLimited('heavy')
-    const fields = this.#fields(response.headers, ticket.buckets, performance.now())
+    const now = performance.now()
     try {
-      for (const [name, value] of Object.entries(fields)) response.headers.set(name, value)
+      this.#addFields(response.headers, ticket.buckets, now)
       return response
     } catch {
       // A response whose headers cannot change (Response.redirect's): the same, with them.
       const copy = new Response(response.body, response)
-      for (const [name, value] of Object.entries(fields)) copy.headers.set(name, value)
+      this.#addFields(copy.headers, ticket.buckets, now)
       return copy
     }
   }
 
-  #fields(headers: Headers, buckets: ClientBuckets, now: number): Record<string, string> {
-    const fields: Record<string, string> = { 'RateLimit-Policy': this.#policyField, RateLimit: this.#rateLimitField(buckets, now) }
+  /**
+   * What the cache's slot adds to every response it makes (src/cache/answer-slot.ts): the fields that
+   * are the same for every client, built once per kept output; `RateLimit` is set per request.
+   */
+  readonly fieldsOfKept: ExtraFields = {
+    same: (headers) => {
+      headers['RateLimit-Policy'] = this.#policyField
+      const exposed = headers['Access-Control-Expose-Headers']
+      if (exposed !== undefined) headers['Access-Control-Expose-Headers'] = `${exposed}, ${EXPOSED_FIELDS}`
+    },
+    cacheControl: (value) => (value.startsWith('public') && !value.includes('no-cache') ? `${value}, ${FIELDS_NOT_REUSED}` : value),
+  }
+
+  /** C52's fields, set on the headers of a response (the RateLimit fields, and the two headers they extend). */
+  #addFields(headers: Headers, buckets: ClientBuckets, now: number): void {
+    headers.set('RateLimit', this.#rateLimitField(buckets, now))
+    // A response of the slot has the rest already (`fieldsOfKept`).
+    if (headers.has('RateLimit-Policy')) return
+    headers.set('RateLimit-Policy', this.#policyField)
     const exposed = headers.get('access-control-expose-headers')
-    if (exposed !== null) fields['Access-Control-Expose-Headers'] = `${exposed}, ${EXPOSED_FIELDS}`
+    if (exposed !== null) headers.set('Access-Control-Expose-Headers', `${exposed}, ${EXPOSED_FIELDS}`)
     const cacheControl = headers.get('cache-control')
-    if (cacheControl !== null && cacheControl.startsWith('public') && !cacheControl.includes('no-cache')) fields['Cache-Control'] = `${cacheControl}, ${FIELDS_NOT_REUSED}`
-    return fields
+    if (cacheControl !== null) headers.set('Cache-Control', this.fieldsOfKept.cacheControl(cacheControl))
   }
 
   /** C52: past the `requests` quota, before anything else runs. */
@@ -145,8 +191,9 @@ export class ClientQuotas {
       'Content-Type': JSON_CONTENT_TYPE,
       ...tooManyRequests(this.#buckets.secondsUntilUnit(buckets, policy, now)).headers,
     }
-    Object.assign(headers, this.#fields(new Headers(headers), buckets, now))
-    const response = new Response(request.method === 'HEAD' ? null : JSON.stringify({ error: TOO_MANY_REQUESTS }), { status: 429, headers })
+    const fields = new Headers(headers)
+    this.#addFields(fields, buckets, now)
+    const response = new Response(request.method === 'HEAD' ? null : JSON.stringify({ error: TOO_MANY_REQUESTS }), { status: 429, headers: fields })
     logRequest(this.#log, request, requestId, 429, now)
     return response
   }

@@ -4,9 +4,9 @@
  * at which it will be full again (`fullAt`): a full bucket is the same as no
  * bucket, so a client whose buckets are all full is forgotten.
  *
- * Memory: clients are kept in least-recently-used order. Each use forgets up
- * to two of the oldest when they are full (a bucket untouched for a window is
- * full), so idle clients leave as others come. Past `maxClients`, the
+ * Memory: clients are kept in least-recently-used order. Every eighth use
+ * forgets up to sixteen of the oldest when they are full (a bucket untouched
+ * for a window is full): two a use, so idle clients leave as others come. Past `maxClients`, the
  * client silent the longest is forgotten even if its bucket is not full:
  * refusing newcomers instead would let a flood of addresses lock every new
  * client out, and forgetting gives that client back at most one quota, which
@@ -41,11 +41,16 @@ export const MAX_CLIENTS = 100_000
 
 /** Clients forgotten per use when they are full: more than one, so that the store shrinks while clients come and go. */
 const SWEEP_PER_USE = 2
+/** The sweep runs every this many uses, for as many clients as those uses would have swept: one walk of the oldest instead of eight. */
+const SWEEP_EVERY = 8
 
 export class TokenBuckets {
   readonly #clients = new Map<string, ClientBuckets>()
   readonly #unitMs: Record<Policy, number>
   readonly #windowMs: number
+  /** The client used last (the last in the order). */
+  #newest: string | undefined
+  #uses = 0
 
   constructor(
     quotas: Record<Policy, number>,
@@ -67,10 +72,13 @@ export class TokenBuckets {
    */
   of(client: string, now: number): ClientBuckets {
     let buckets = this.#clients.get(client)
+    // The most recently used already: nothing to reorder (one busy client, request after request).
+    if (buckets !== undefined && client === this.#newest) return buckets
     if (buckets !== undefined) this.#clients.delete(client)
     else buckets = { requests: now, heavy: now }
-    this.#forgetOldest(now)
+    if (++this.#uses % SWEEP_EVERY === 0 || this.#clients.size >= this.maxClients) this.#forgetOldest(now, SWEEP_PER_USE * SWEEP_EVERY)
     this.#clients.set(client, buckets)
+    this.#newest = client
     return buckets
   }
 
@@ -106,10 +114,10 @@ export class TokenBuckets {
     return Math.max(1, Math.ceil(wait / 1000 - 1e-6))
   }
 
-  #forgetOldest(now: number): void {
+  #forgetOldest(now: number, sweep: number): void {
     let swept = 0
     for (const [client, buckets] of this.#clients) {
-      if (this.#clients.size >= this.maxClients || (swept < SWEEP_PER_USE && buckets.requests <= now && buckets.heavy <= now)) {
+      if (this.#clients.size >= this.maxClients || (swept < sweep && buckets.requests <= now && buckets.heavy <= now)) {
         this.#clients.delete(client)
         swept++
       } else {

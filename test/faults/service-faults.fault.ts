@@ -67,7 +67,7 @@ async function underLoad(service: RunningService, begin: () => Promise<unknown>,
   await Bun.sleep(500)
   for (const until = performance.now() + 10_000; performance.now() < until; await Bun.sleep(20)) {
     const now = performance.now() - origin
-    if (live.records.some((record) => record.start > now - 300)) break
+    if (live.records.some((record) => record.start > now - 300 && record.status === 200)) break
   }
   const faultStart = performance.now() - origin
   if (faultStart > 700) console.log(`the service served steadily only ${Math.round(faultStart)} ms into the load (${live.records.length} answers, ${live.transportErrors} transport errors)`)

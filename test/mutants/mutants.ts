@@ -41,6 +41,7 @@ const REPLICAS = ['test/replicas.test.ts']
 const QUOTAS = ['test/quotas.test.ts']
 const EDGE = ['test/edge-purger.test.ts']
 const SEARCH_BOX = ['test/search-box.test.ts']
+const READS = ['test/declared-reads.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -693,7 +694,19 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'quota-heavy-on-hits',
     regression: 'C52: an answer from the cache costs a heavy unit',
-    edits: [{ file: 'src/quotas/client-quotas.ts', find: 'if (answered instanceof Response) return this.#withFields(answered, ticket)', replace: 'if (answered instanceof Response) return (ticket.admit(), this.#withFields(answered, ticket))' }],
+    edits: [{ file: 'src/quotas/client-quotas.ts', find: '      if (hit) return hit\n', replace: "      if (hit) return (this.#settings.rateLimitHeavy > 0 && this.#buckets.take(buckets, 'heavy', now), hit)\n" }],
+    tests: QUOTAS,
+  },
+  {
+    id: 'quota-events-joiner-refused',
+    regression: "C52/C49: a client joining another's catch-up read gets that client's 429",
+    edits: [{ file: 'src/changes/event-feed.ts', find: "        if (error instanceof HttpError && error.status === 429) return this.#readSince(since)\n", replace: '' }],
+    tests: QUOTAS,
+  },
+  {
+    id: 'quota-fields-twice',
+    regression: "C52: an answer the slot made through the routes gets the fields again (the exposed names and Cache-Control's qualifier twice)",
+    edits: [{ file: 'src/quotas/client-quotas.ts', find: "    if (headers.has('RateLimit-Policy')) return\n", replace: '' }],
     tests: QUOTAS,
   },
   {
@@ -793,5 +806,30 @@ export const MUTANTS: Mutant[] = [
     regression: 'C42/C55: a one-word search ranks by the number of a word\'s positions, not by ts_rank_cd (title, excerpt and body weighed alike)',
     edits: [{ file: 'sql/migrations/0009_search_postings.sql', find: "(case w when 'A' then 1.0::float4 when 'B' then 0.4::float4 when 'C' then 0.2::float4 else 0.1::float4 end)::float8", replace: '1.0::float8' }],
     tests: SEARCH_BOX,
+  },
+  // C54: what callbacks declare they read.
+  {
+    id: 'reads-declared-part-not-loaded',
+    regression: 'C54: a declared part not loaded: a callback declaring fieldValues gets a model without them',
+    edits: [{ file: 'src/content/statement-fragments.ts', find: "parts.has('fieldValues') ? fieldValues : null", replace: 'null' }],
+    tests: READS,
+  },
+  {
+    id: 'reads-undeclared-part-undefined',
+    regression: 'C54: an undeclared part silently undefined: a callback reading a part it did not declare gets undefined, not an error',
+    edits: [{ file: 'src/hooks/declared-reads.ts', find: '        throw new UndeclaredReadError(callbackLabel, part, reads)', replace: '        return undefined' }],
+    tests: READS,
+  },
+  {
+    id: 'reads-whole-model-lost',
+    regression: 'C54/§6 rule 2: beside callbacks that declare, one without reads no longer gets the whole model',
+    edits: [{ file: 'src/hooks/declared-reads.ts', find: 'if (declarations.some((reads) => reads === null)) return MODEL_PARTS', replace: 'if (declarations.every((reads) => reads === null)) return MODEL_PARTS' }],
+    tests: READS,
+  },
+  {
+    id: 'reads-lean-field-twice',
+    regression: 'C54: with translations declared the item\'s title comes from the lean row while the model also loads them: the page reads translations twice',
+    edits: [{ file: 'src/content/statement-fragments.ts', find: "modelParts.has('translations') ? null : translation,", replace: 'translation,' }],
+    tests: READS,
   },
 ]

@@ -25,7 +25,7 @@ export async function fetchOpenApiText(filters = new FilterRegistry(), env: Reco
  */
 export async function registryOf(...extensions: Extension[]): Promise<FilterRegistry> {
   const registry = new FilterRegistry()
-  for (const extension of extensions) await extension({ addFilter: (name, callback, options) => registry.add(name, callback, options, 'test extension') })
+  for (const extension of extensions) await extension(registry.apiFor('test extension'))
   return registry
 }
 

@@ -6,6 +6,7 @@ import { defineExtension, itemTranslation, t } from '#vitrine/extension'
  */
 export default defineExtension(({ addFilter }) => {
   addFilter('service/api/content-item', (data, content, context) => ({ ...data, body: itemTranslation(content, context)?.body ?? null }), {
+    reads: ['translations'],
     schema: { add: { body: t.Union([t.String({ description: 'HTML' }), t.Null()]) } },
   })
 })

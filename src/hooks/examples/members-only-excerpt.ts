@@ -14,6 +14,7 @@ export default defineExtension(({ addFilter }) => {
       const { excerpt: _excerpt, ...rest } = data
       return rest
     },
-    { schema: { remove: ['excerpt'] } },
+    // It reads nothing of the model: the page's statement loads none of it (C54).
+    { reads: [], schema: { remove: ['excerpt'] } },
   )
 })

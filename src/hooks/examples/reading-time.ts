@@ -7,5 +7,5 @@ export default defineExtension(({ addFilter }) => {
     const body = itemTranslation(content, context)?.body ?? ''
     const words = body.replace(/<[^>]*>/g, ' ').split(/\s+/).filter(Boolean).length
     return { ...data, reading_minutes: Math.max(1, Math.round(words / 200)) }
-  }, { schema: { add: { reading_minutes: t.Integer() } } })
+  }, { reads: ['translations'], schema: { add: { reading_minutes: t.Integer() } } })
 })

@@ -1,0 +1,92 @@
+/**
+ * `bun run bench:ceilings`, part of `bun run bench`: C54's targets 2 and 3,
+ * the service against what Bun does with nothing of ours in the way, side by
+ * side in one run (alternating A and B each round, medians of BENCH_ROUNDS):
+ * 1. an uncached single entry (CACHE=off) against bench/minimal-server.ts, Bun
+ *    and a postgres.js pool running the same statement and nothing else
+ *    (target ≥ 0.85);
+ * 2. warm hits (list page 1 and a single entry) against a Bun server
+ *    returning the same bytes with one header (target ≥ 0.8).
+ * On `vitrine_bench_100000` (bench/dataset.ts; kept between runs).
+ * BENCH_SECONDS (default 10): each measurement takes ceil(BENCH_SECONDS / 4) s.
+ * BENCH_ROUNDS (default 4). DATABASE_URL: the server to keep the database on;
+ * unset: the embedded PostgreSQL under DATA_DIR. Written to
+ * bench/ceilings-last-run.md too.
+ */
+import { writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { connectDatabase } from '../src/db/connect'
+import { resolveDatabase } from '../src/db/open'
+import { createLogger } from '../src/log'
+import { ensureBenchDatabase } from './dataset'
+import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds } from './load'
+import { startBenchService } from './service'
+
+const ROOT = join(import.meta.dir, '..')
+const SIZE = 100_000
+const SECONDS = Math.max(1, Math.ceil(readSeconds(process.env.BENCH_SECONDS) / 4))
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
+const LIST = '/api/v1/content/post'
+const ENTRY = '/api/v1/content/post/entree-1004?lang=fr'
+
+const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
+const target = await resolveDatabase(config, createLogger('warn'))
+const admin = connectDatabase(target.url, { max: 1 })
+const children: ReturnType<typeof Bun.spawn>[] = []
+try {
+  const database = await ensureBenchDatabase(admin, target.url, SIZE)
+  const warm = await startBenchService({ databaseUrl: database.url })
+  const uncached = await startBenchService({ databaseUrl: database.url, env: { CACHE: 'off' } })
+  children.push(warm.process, uncached.process)
+  const minimal = `http://127.0.0.1:${await spawnPrinted(['bun', join(ROOT, 'bench', 'minimal-server.ts'), database.url])}`
+  const pairs = [
+    { name: 'uncached single entry ÷ Bun + postgres.js, same statement', ours: uncached.base + ENTRY, theirs: minimal + ENTRY, target: 0.85 },
+    { name: 'warm list page 1 ÷ a Bun server returning the same bytes', ours: warm.base + LIST, theirs: await fixedBodyServer(warm.base + LIST), target: 0.8 },
+    { name: 'warm single entry ÷ a Bun server returning the same bytes', ours: warm.base + ENTRY, theirs: await fixedBodyServer(warm.base + ENTRY), target: 0.8 },
+  ]
+  const rows: string[] = []
+  for (const pair of pairs) {
+    await load(LOAD_TOOL, pair.ours, 1)
+    await load(LOAD_TOOL, pair.theirs, 1)
+    const runs = { ours: [] as number[], theirs: [] as number[] }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const side of round % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) runs[side].push((await load(LOAD_TOOL, pair[side], SECONDS)).rps)
+    }
+    const ratio = median(runs.ours) / median(runs.theirs)
+    rows.push(`| ${pair.name} | ${Math.round(median(runs.ours))} | ${Math.round(median(runs.theirs))} | ${ratio.toFixed(2)} | ≥ ${pair.target}: ${ratio >= pair.target ? 'met' : 'missed'} |`)
+    console.log(rows.at(-1))
+  }
+  const report = [
+    `# The service against its ceilings (C54), ${new Date().toISOString().slice(0, 16)}Z`,
+    '',
+    `\`vitrine_bench_${SIZE}\` (${database.how}); ${LOAD_TOOL} at ${CONNECTIONS} connections, ${SECONDS} s a measurement, ${ROUNDS} rounds alternating, medians.`,
+    '',
+    '| case | service req/s | ceiling req/s | ratio | target |',
+    '| --- | ---: | ---: | ---: | --- |',
+    ...rows,
+  ].join('\n')
+  console.log(`\n${report}`)
+  await writeFile(join(ROOT, 'bench', 'ceilings-last-run.md'), report + '\n')
+} finally {
+  for (const child of children) child.kill('SIGTERM')
+  await Promise.all(children.map((child) => child.exited))
+  await admin.end()
+  await target.embedded?.stop()
+}
+
+/** Starts a process that prints its port first, and returns the port. */
+async function spawnPrinted(command: string[]): Promise<number> {
+  const child = Bun.spawn(command, { stdout: 'pipe' })
+  children.push(child)
+  return Number(new TextDecoder().decode((await child.stdout.getReader().read()).value).trim())
+}
+
+/** A Bun server of its own returning the bytes `url` answers now, with a JSON type and nothing else. */
+async function fixedBodyServer(url: string): Promise<string> {
+  const file = join(tmpdir(), `vitrine-ceiling-${process.pid}-${children.length}.json`)
+  await writeFile(file, new Uint8Array(await (await fetch(url)).arrayBuffer()))
+  const script = `const body = new Uint8Array(await Bun.file(${JSON.stringify(file)}).arrayBuffer()); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8' } }) }); console.log(server.port)`
+  return `http://127.0.0.1:${await spawnPrinted(['bun', '-e', script])}/`
+}

@@ -1,0 +1,116 @@
+/**
+ * `bun run bench:reads` (issue 35, C54): uncached list page 1 (CACHE=off) of a
+ * 30 000-entry data set, side by side in one run, each service against the one
+ * without callbacks: one trivial callback declaring `reads: []`, the
+ * custom-fields example declaring what it reads (`fieldValues`), the same
+ * example without `reads` (as before C54) and the trivial callback without
+ * `reads` (the whole model). Targets: reads: [] ≥ 0.9, custom-fields declaring
+ * ≥ 0.7. Then EXPLAIN (ANALYZE, BUFFERS) of the page's statement for each set
+ * of parts the services load.
+ *
+ * DATABASE_URL: the server to build `vitrine_bench_30000` on (kept between
+ * runs while its data set is unchanged); unset: the embedded PostgreSQL.
+ * BENCH_SECONDS (default 10): each service's share of a round (half of it,
+ * 3 rounds, median).
+ */
+import { copyFile, mkdtemp, readFile, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openReadPool } from '../src/db/connect'
+import { listStatement } from '../src/content/list-statement'
+import { MODEL_PARTS, type ModelPart } from '../src/hooks/extension'
+import { ensureBenchDatabase } from './dataset'
+import { explainPrepared } from './explain-list'
+import { load, LOAD_TOOL, readSeconds, type Measure } from './load'
+import { startBenchService } from './service'
+import { setUpBench } from './setup'
+
+const ROOT = join(import.meta.dir, '..')
+const SECONDS = readSeconds(process.env.BENCH_SECONDS)
+const HALF = Math.ceil(SECONDS / 2)
+const ENTRIES = 30_000
+const PATH = '/api/v1/content/post'
+const { config, target, admin, close } = await setUpBench()
+const children: ReturnType<typeof Bun.spawn>[] = []
+
+try {
+  const { url, how } = await ensureBenchDatabase(admin, target.url, ENTRIES)
+  console.log(`vitrine_bench_${ENTRIES}: ${how}.`)
+  const services: [string, string][] = [
+    ['no callbacks', await extensionsDir({})],
+    ["one trivial callback, reads: []", await extensionsDir({ 'trivial.ts': "import { defineExtension } from '#vitrine/extension'\nexport default defineExtension(({ addFilter }) => addFilter('service/api/content-item', (data) => data, { reads: [] }))\n" })],
+    ["custom-fields example, reads: ['fieldValues']", await customFieldsDir(true)],
+    ['custom-fields example without reads (before C54)', await customFieldsDir(false)],
+    ['one trivial callback without reads (before C54)', join(ROOT, 'bench', 'extensions')],
+  ]
+  const bases: string[] = []
+  for (const [, dir] of services) bases.push(await startService(url, dir))
+  for (const base of bases) await load(LOAD_TOOL, base + PATH, 2)
+  const runs: Measure[][] = services.map(() => [])
+  // Alternating rounds: the machine's drift (another engineer's tests) hits every service alike.
+  for (let round = 0; round < 3; round++) {
+    for (const [index, base] of bases.entries()) {
+      const measure = await load(LOAD_TOOL, base + PATH, HALF)
+      if (measure.errors) throw new Error(`${measure.errors} requests failed on ${services[index]![0]}`)
+      runs[index]!.push(measure)
+    }
+  }
+  const median = (measures: Measure[], key: keyof Measure) => measures.map((measure) => measure[key]).sort((a, b) => a - b)[1]!
+  const plain = median(runs[0]!, 'rps')
+  const rows = services.map(([name], index) => {
+    const rps = median(runs[index]!, 'rps')
+    return `| ${name} | ${rps.toFixed(0)} | ${median(runs[index]!, 'p50').toFixed(1)} | ${median(runs[index]!, 'p99').toFixed(1)} | ${(rps / plain).toFixed(2)} |`
+  })
+  const table = [
+    `| uncached list page 1 (CACHE=off, ${ENTRIES} entries, ${LOAD_TOOL}, median of 3 alternating runs) | req/s | p50 ms | p99 ms | ÷ no callbacks |`,
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...rows,
+  ].join('\n')
+  console.log(`\n${table}\n`)
+
+  // The statement alone, as the service prepares it: what each set of parts costs the database.
+  const connection = openReadPool(url, { ...config, databasePoolMax: 1 })
+  const plans: [string, readonly ModelPart[] | null][] = [['lean (no callbacks)', null], ['reads: []', []], ["reads: ['fieldValues']", ['fieldValues']], ['whole model', MODEL_PARTS]]
+  const explained: string[] = []
+  for (const [name, model] of plans) {
+    const { planningMs, executionMs, plan } = await explainPrepared(connection, listStatement(connection, { type: 'post', lang: undefined, limit: 20, start: { offset: 0 }, model }))
+    const buffers = /Buffers: (.*)/.exec(plan.join('\n'))?.[1] ?? '?'
+    explained.push(`| ${name} | ${planningMs} | ${executionMs} | ${buffers} |`)
+  }
+  await connection.end()
+  const explainTable = ['| EXPLAIN (ANALYZE, BUFFERS), list page 1 statement | planning ms | execution ms (median of 5) | buffers (top node) |', '| --- | ---: | ---: | --- |', ...explained].join('\n')
+  console.log(`${explainTable}\n`)
+  await writeFile(join(ROOT, 'bench', 'declared-reads-last-run.md'), `${table}\n\n${explainTable}\n`)
+} finally {
+  for (const child of children) child.kill('SIGTERM')
+  await Promise.all(children.map((child) => child.exited))
+  await close()
+}
+
+/** A folder of extension files, as a site would install them. */
+async function extensionsDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'vitrine-reads-'))
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text)
+  return dir
+}
+
+/** The custom-fields example installed as a site would, as it is (declaring) or with its `reads` taken out. */
+async function customFieldsDir(declaring: boolean): Promise<string> {
+  const example = join(ROOT, 'src', 'hooks', 'examples', 'custom-fields.ts')
+  const dir = await extensionsDir({})
+  if (declaring) {
+    await copyFile(example, join(dir, 'custom-fields.ts'))
+    return dir
+  }
+  const text = await readFile(example, 'utf8')
+  const undeclared = text.replace("    reads: ['fieldValues'],\n", '').replace("DeclaredModel<['fieldValues']>", 'EntryModel').replace('type DeclaredModel', 'type EntryModel')
+  if (undeclared === text) throw new Error('The custom-fields example no longer declares reads as this benchmark expects.')
+  await writeFile(join(dir, 'custom-fields.ts'), undeclared)
+  return dir
+}
+
+async function startService(databaseUrl: string, extensions: string): Promise<string> {
+  const { base, process: child } = await startBenchService({ databaseUrl, env: { EXTENSIONS_DIR: extensions, CACHE: 'off' } })
+  children.push(child)
+  return base
+}
