@@ -179,8 +179,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/statement-fragments.ts',
-        find: 'model.translations.find((t) => t.language_code === languages.selected) ??\n    ',
-        replace: '',
+        find: 'const translation = translations.find((t) => t.language_code === languages.selected) ?? ',
+        replace: 'const translation = ',
       },
     ],
     tests: CONTENT,
@@ -285,7 +285,7 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/hooks/apply-item-filters.ts',
-        find: '      throw error instanceof FilterError ? error : new FilterError(filter, `threw: ${describe(error)}`, { cause: error })',
+        find: '      throw error instanceof FilterError ? error : new FilterError(filter, error instanceof UndeclaredReadError ? `broke its declaration: ${error.message}` : `threw: ${describe(error)}`, { cause: error })',
         replace: '      continue',
       },
     ],
@@ -320,13 +320,13 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'variant-ignores-reads',
     regression: 'C38: a kept output is served to a request whose headers differ in what the chain read',
-    edits: [{ file: 'src/cache/variants.ts', find: 'const key = keyOf(signature, names.map(valueOf))', replace: 'const key = keyOf(signature, names.map(() => null))' }],
+    edits: [{ file: 'src/cache/variants.ts', find: 'const key = onlyKey ?? keyOf(signature, names.map(valueOf))', replace: 'const key = onlyKey ?? keyOf(signature, names.map(() => null))' }],
     tests: [CACHE],
   },
   {
     id: 'variant-keeps-volatile',
     regression: 'C38: the output of a volatile callback is kept and served again',
-    edits: [{ file: 'src/cache/answer-slot.ts', find: 'if (read.place !== null && !reads?.volatile) {', replace: 'if (read.place !== null) {' }],
+    edits: [{ file: 'src/cache/answer-slot.ts', find: 'const kept = read.place !== null && !reads?.volatile', replace: 'const kept = read.place !== null' }],
     tests: [CACHE],
   },
   {
