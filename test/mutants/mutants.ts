@@ -498,7 +498,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'fields-alternates-not-loaded',
     regression: 'C44/C45: fields=alternates without include=alternates gives items without them',
-    edits: [{ file: 'src/content/parameters.ts', find: "alternates: query.include !== undefined || (fields?.includes('alternates') ?? false)", replace: 'alternates: query.include !== undefined' }],
+    edits: [{ file: 'src/content/parameters.ts', find: 'const asked = (key: (typeof INCLUDE_VALUES)[number]) => include.includes(key) || (fields?.includes(key) ?? false)', replace: 'const asked = (key: (typeof INCLUDE_VALUES)[number]) => include.includes(key)' }],
     tests: FIELDS,
   },
   {
