@@ -21,13 +21,13 @@ import { connectDatabase } from '../src/db/connect'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, median, readRounds, readSeconds } from './load'
 import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 100_000
 const SECONDS = Math.max(1, Math.ceil(readSeconds(process.env.BENCH_SECONDS) / 4))
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
+const ROUNDS = readRounds(process.env.BENCH_ROUNDS, 4)
 const LIST = '/api/v1/content/post'
 const ENTRY = '/api/v1/content/post/entree-1004?lang=fr'
 

@@ -28,7 +28,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds, type Measure } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, median, readRounds, readSeconds, type Measure } from './load'
 import { openLane, startBenchService } from './service'
 import { setUpBench } from './setup'
 
@@ -170,11 +170,3 @@ function summarize(samples: Record<Variant, Sample[]>, how: string): string {
   ].join('\n')
 }
 
-function readRounds(text: string | undefined): number {
-  if (text === undefined || text.trim() === '') return 3
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) {
-    console.error(`bench: BENCH_ROUNDS must be a whole number, at least 1, not "${text}".`)
-    process.exit(2)
-  }
-  return Number(text)
-}

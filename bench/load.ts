@@ -33,6 +33,16 @@ export function readSeconds(text: string | undefined): number {
   return Number(text)
 }
 
+/** BENCH_ROUNDS: a whole number of rounds, at least 1 (default `fallback`); anything else exits 2. */
+export function readRounds(text: string | undefined, fallback = 3): number {
+  if (text === undefined || text.trim() === '') return fallback
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) {
+    console.error(`bench: BENCH_ROUNDS must be a whole number, at least 1, not "${text}".`)
+    process.exit(2)
+  }
+  return Number(text)
+}
+
 /**
  * Drives `url` for `seconds` (whole: wrk refuses "0.5s" and measures nothing), with wrk's Lua
  * `wrkScript` when given, at `connections`. Throws when the tool fails or measures nothing.

@@ -34,7 +34,7 @@ import { connectDatabase } from '../src/db/connect'
 import { resolveDatabase } from '../src/db/open'
 import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, load, LOAD_TOOL, median, readSeconds, type Measure } from './load'
+import { CONNECTIONS, load, LOAD_TOOL, median, readRounds, readSeconds, type Measure } from './load'
 import { startBenchService } from './service'
 
 const ROOT = join(import.meta.dir, '..')
@@ -182,11 +182,3 @@ function summarize(hits: Record<'on' | 'off', Measure[]>, fairness: Record<'on' 
   ].join('\n')
 }
 
-function readRounds(text: string | undefined): number {
-  if (text === undefined || text.trim() === '') return 3
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) {
-    console.error(`bench: BENCH_ROUNDS must be a whole number, at least 1, not "${text}".`)
-    process.exit(2)
-  }
-  return Number(text)
-}
