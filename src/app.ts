@@ -56,15 +56,21 @@ export function createApp(dependencies: AppDependencies): App {
   const guarded = quotas ? quotas.guard((request) => app.handle(request), (request, decorate) => slot.answer(request, decorate)) : answer
   const routeOf = routeTemplates(app.routes.map((route) => route.path))
   // C53: with METRICS_PORT, every request is counted here, where a cache hit, a 429 and the routes' answers all pass.
+  // A hit names its route's template, kept with its output; other answers walk their URL.
   const measured = (request: Request) => {
     const startedAt = performance.now()
-    const record = (response: Response) => {
+    slot.takeHitRoute()
+    const answered = guarded(request)
+    if (answered instanceof Response) {
+      recordRequest(request.method, slot.takeHitRoute() ?? routeOf(request.url), answered.status, (performance.now() - startedAt) / 1000)
+      return answered
+    }
+    return answered.then((response) => {
       recordRequest(request.method, routeOf(request.url), response.status, (performance.now() - startedAt) / 1000)
       return response
-    }
-    const answered = guarded(request)
-    return answered instanceof Response ? record(answered) : answered.then(record)
+    })
   }
+  if (config.metricsPort !== undefined) slot.nameRoutes(routeOf)
   const fetch = config.metricsPort === undefined ? guarded : measured
   return { fetch, handle: async (request) => fetch(request) }
 }

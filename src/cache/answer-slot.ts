@@ -49,6 +49,8 @@ export interface PreparedAnswer extends RenderedBody {
    * output is kept: with that slot's settings (CORS, Cache-Tag, quota fields). A cache has one slot.
    */
   sameHeaders?: SameHeaders
+  /** C53: the template of the route that made it, set when kept while the request metric is recorded (AnswerSlot.nameRoutes). */
+  route?: string
 }
 
 /** A kept output's headers that are the same for every request (each response copies them: cheaper than building them anew). */
@@ -94,6 +96,9 @@ export class AnswerSlot {
   /** C51: Cloudflare purges by `Cache-Tag`, the same tags comma-separated. */
   readonly #cacheTags: boolean
   readonly #extraFields: ExtraFields | undefined
+  /** C53, with METRICS_PORT: a request URL's route template, and the template of the hit answered last (takeHitRoute). */
+  #routeOf: ((url: string) => string) | undefined
+  #hitRoute: string | undefined
 
   constructor({ cache, config, log, extraFields }: { cache?: AnswerCache; config: Pick<Config, 'cacheMaxAge' | 'corsOrigins' | 'purgeTargets'>; log: Logger; extraFields?: ExtraFields }) {
     this.#cache = cache
@@ -102,6 +107,25 @@ export class AnswerSlot {
     this.#cacheTags = config.purgeTargets.some((target) => target.kind === 'cloudflare')
     this.#log = log
     this.#cors = corsOfReads(config)
+  }
+
+  /**
+   * C53: from now on a kept output holds its route's template, found once as it is kept, and a hit
+   * leaves it for the request metric (`takeHitRoute`): a hit's URL is not walked again.
+   * @example slot.nameRoutes(routeTemplates(app.routes.map((route) => route.path)))
+   */
+  nameRoutes(routeOf: (url: string) => string): void {
+    this.#routeOf = routeOf
+  }
+
+  /**
+   * The route template of the hit `answer` made last, once: read right after a synchronous answer, it
+   * names that answer's route (undefined when the slot did not answer, or its output has no template).
+   */
+  takeHitRoute(): string | undefined {
+    const route = this.#hitRoute
+    this.#hitRoute = undefined
+    return route
   }
 
   /** The language a request's `lang` resolves to (C9), for its key; null (no cache, or the languages not known yet) bypasses the cache. */
@@ -154,6 +178,7 @@ export class AnswerSlot {
     const ageSeconds = Math.floor((startedAt - found.storedAt) / 1000)
     const response = this.#response(request, requestId, found.output, { status: 'HIT', ageSeconds, expiresAt: found.expiresAt }, method === 'HEAD', true, decorate)
     logRequest(this.#log, request, requestId, response.status, startedAt)
+    this.#hitRoute = found.output.route
     return response
   }
 
@@ -169,6 +194,7 @@ export class AnswerSlot {
       // Its same headers (kept beside it) hold its keys, twice with Cache-Tag, and its Link.
       const headerBytes = output.surrogateKey.length * (this.#cacheTags ? 2 : 1) + (output.link?.length ?? 0)
       const bytes = (read.value.rendered === null ? output.body.byteLength : 0) + headerBytes + OUTPUT_BYTES
+      if (this.#routeOf) output.route ??= this.#routeOf(request.url)
       this.#cache?.keep(read, targetOf(request.url), reads?.names ?? [], reads?.values ?? [], output, bytes)
     }
     return this.#response(request, requestId, output, read, false, kept)
