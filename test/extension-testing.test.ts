@@ -104,6 +104,20 @@ describe('#vitrine/extension/testing', () => {
     expect(Object.keys((await kit.item({ type: 'post', slug: 'shipping-a-content-api' }, { alternates: true }))!).slice(-3)).toEqual(['alternates', 'reading_minutes', 'body'])
   }, KIT_TIMEOUT_MS)
 
+  test('C55: an item as a search finds it, with highlights a callback reads; fields keep out the id the kit finds it by', async () => {
+    const kit = await kitWith({
+      extensions: (data) => ({ ...data, marked: data.highlights?.title?.includes('<mark>') ?? false }),
+      options: { schema: { add: { marked: t.Boolean() } } },
+    })
+    const entry = { type: 'post', translations: { en: { title: 'Sourdough & rye', excerpt: 'A <b>crusty</b> loaf' } } }
+    const found = await kit.item(entry, { search: 'sourd', highlights: true, fields: ['title', 'highlights', 'marked'] })
+    expect(found).toEqual({ title: 'Sourdough & rye', highlights: { title: '<mark>Sourdough</mark> &amp; rye', excerpt: 'A &lt;b&gt;crusty&lt;/b&gt; loaf' }, marked: true })
+    // Without include=highlights the list's items carry none, and the callback sees none.
+    expect(await kit.item(entry, { search: 'sourdough' })).toMatchObject({ title: 'Sourdough & rye', marked: false })
+    await expect(kit.item(entry, { highlights: true })).rejects.toThrow(/highlights needs a search/)
+    await expect(kit.item({ type: 'post', slug: 'shipping-a-content-api' }, { search: 'sourdough' })).rejects.toThrow(/does not find entry \d+ on its first page/)
+  }, KIT_TIMEOUT_MS)
+
   test('left out, the installed chain: the folder the service loads (empty here: the item is the default one)', async () => {
     const kit = await kitWith()
     const item = await kit.item({ type: 'post', slug: 'shipping-a-content-api' })

@@ -5,8 +5,8 @@
  * with the demo loaded, the entry you describe inserted by the fixtures' helpers,
  * and the request sent to the app in process (`app.handle`), with the service's
  * cache and change listener unless `cache: false`. What a test gets is what a
- * client would: the chain's output after C38's cache, C44's `fields` and
- * C45's `alternates`. It lives under test/ because it is test machinery (a
+ * client would: the chain's output after C38's cache, C44's `fields`,
+ * C45's `alternates` and, for an item found by a search, C55's `highlights`. It lives under test/ because it is test machinery (a
  * database per kit, fixtures); only `bun test` runs it.
  */
 import { existsSync, statSync } from 'node:fs'
@@ -55,6 +55,13 @@ export interface ItemRequest {
   fields?: string[]
   /** C45: `include=alternates`. */
   alternates?: boolean
+  /**
+   * C42/C55: the item as the list route answers this search (`search`, with `lang`), instead of the
+   * single-entry route: the entry must be on the search's first page (100 items).
+   */
+  search?: string
+  /** C55: `include=highlights`, with `search`: the item's `highlights` hold the matched words marked. */
+  highlights?: boolean
 }
 
 export interface ServedItem {
@@ -108,16 +115,30 @@ export async function extensionTestKit(options: ExtensionTestOptions = {}): Prom
   let described = 0
 
   const serve = async (entry: DemoEntry | DescribedEntry, request: ItemRequest = {}): Promise<ServedItem> => {
+    if (request.highlights && request.search === undefined) throw new TypeError('highlights needs a search: the list route adds them to the items a search finds (C55).')
     const found = 'translations' in entry ? await insertEntry(db, api, entry, ++described) : await findDemoEntry(db.sql, entry)
-    const slug = await slugToAsk(db.sql, found.id, request.language)
     const query = new URLSearchParams()
     if (request.language) query.set('lang', request.language)
-    if (request.fields) query.set('fields', request.fields.join(','))
-    if (request.alternates) query.set('include', 'alternates')
+    // A searched item is told apart by its id: asked for beside the fields, and left out again.
+    const askedId = request.search !== undefined && request.fields !== undefined && !request.fields.includes('id')
+    if (request.fields) query.set('fields', [...request.fields, ...(askedId ? ['id'] : [])].join(','))
+    const include = [...(request.alternates ? ['alternates'] : []), ...(request.highlights ? ['highlights'] : [])]
+    if (include.length) query.set('include', include.join(','))
+    if (request.search !== undefined) query.set('search', request.search)
+    if (request.search !== undefined) query.set('per_page', '100')
+    const path =
+      request.search === undefined
+        ? `/api/v1/content/${found.type}/${encodeURIComponent(await slugToAsk(db.sql, found.id, request.language))}`
+        : `/api/v1/content/${found.type}`
     const logged = api.logs.length
-    const answer = await api.get(`/api/v1/content/${found.type}/${encodeURIComponent(slug)}${query.size ? `?${query}` : ''}`, { headers: request.headers })
+    const answer = await api.get(`${path}${query.size ? `?${query}` : ''}`, { headers: request.headers })
     if (answer.status !== 200) throw new Error(`The service answered ${answer.status} ${answer.text}${failureLog(api.logs.slice(logged))}`)
-    return { status: answer.status, headers: answer.headers, item: answer.body.data }
+    if (request.search === undefined) return { status: answer.status, headers: answer.headers, item: answer.body.data }
+    const items = answer.body.data as (ItemData | null)[]
+    const item = items.find((candidate) => candidate?.id === found.id)
+    if (!item) throw new Error(`The search ${JSON.stringify(request.search)} does not find entry ${found.id} on its first page (${items.length} items).`)
+    if (askedId) delete item.id
+    return { status: answer.status, headers: answer.headers, item }
   }
   return {
     serve,
