@@ -16,13 +16,10 @@
 import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { connectDatabase } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { CONNECTIONS, load, LOAD_TOOL, median, readRounds, readSeconds } from './load'
 import { startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 100_000
@@ -31,9 +28,7 @@ const ROUNDS = readRounds(process.env.BENCH_ROUNDS, 4)
 const LIST = '/api/v1/content/post'
 const ENTRY = '/api/v1/content/post/entree-1004?lang=fr'
 
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
+const { target, admin, close } = await setUpBench()
 const children: ReturnType<typeof Bun.spawn>[] = []
 try {
   const database = await ensureBenchDatabase(admin, target.url, SIZE)
@@ -72,8 +67,7 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM')
   await Promise.all(children.map((child) => child.exited))
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 /** Starts a process that prints its port first, and returns the port. */

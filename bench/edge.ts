@@ -23,14 +23,12 @@
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
 import { migrate } from '../src/db/migrate'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { startVarnish, VARNISHD } from '../test/support/varnish'
 import { CONNECTIONS, load, LOAD_TOOL, readSeconds } from './load'
 import { startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const NAME = 'vitrine_bench_edge'
@@ -44,9 +42,7 @@ if (!VARNISHD) {
   process.exit(0)
 }
 
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
+const { config, target, admin, close } = await setUpBench()
 const lines: string[] = []
 const say = (line: string) => (console.log(line), lines.push(line))
 const stops: (() => unknown)[] = []
@@ -142,8 +138,7 @@ try {
   await writeFile(join(ROOT, 'bench', 'edge-last-run.md'), lines.join('\n') + '\n')
 } finally {
   for (const stop of stops.reverse()) await stop()
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 /**

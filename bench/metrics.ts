@@ -9,26 +9,22 @@
  * Runs on a demo database of its own, made and dropped here (DATABASE_URL's
  * server, or the embedded one).
  */
-import { loadConfig } from '../src/config'
 import { connectDatabase } from '../src/db/connect'
 import { freePort } from '../src/db/embedded'
 import { migrate } from '../src/db/migrate'
-import { resolveDatabase } from '../src/db/open'
 import { seedDemo } from '../src/demo/seed-demo'
-import { createLogger } from '../src/log'
 import { recordMetrics } from '../src/metrics/families'
 import { cachedTestApp } from '../test/support/cached-app'
 import { load, LOAD_TOOL, median, readSeconds } from './load'
 import { startBenchService, type BenchService } from './service'
+import { setUpBench } from './setup'
 
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
 const ROUNDS = 5
 const IN_PROCESS_ROUNDS = 41
 const IN_PROCESS_REQUESTS = 5_000
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
-const target = await resolveDatabase(config, createLogger('warn'))
+const { target, admin, close } = await setUpBench()
 const name = `vitrine_metrics_bench_${process.pid}`
-const admin = connectDatabase(target.url, { max: 1 })
 const databaseUrl = Object.assign(new URL(target.url), { pathname: `/${name}` }).toString()
 const services: BenchService[] = []
 
@@ -113,8 +109,7 @@ try {
     await service.process.exited
   }
   await admin.unsafe(`drop database if exists ${name}`).catch(() => {})
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 async function start(env: Record<string, string>, ready: (base: string) => Promise<boolean>): Promise<BenchService> {

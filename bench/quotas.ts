@@ -29,13 +29,10 @@
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { connectDatabase } from '../src/db/connect'
-import { resolveDatabase } from '../src/db/open'
-import { createLogger } from '../src/log'
 import { ensureBenchDatabase } from './dataset'
 import { CONNECTIONS, load, LOAD_TOOL, median, readRounds, readSeconds, type Measure } from './load'
 import { startBenchService } from './service'
+import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
 const SIZE = 100_000
@@ -48,7 +45,6 @@ const PACE_MS = 250
 const PACED_SEARCH = `${PAGE_1}?search=zeppelin&per_page=10`
 const UNLIMITED = { RATE_LIMIT_REQUESTS: '1000000000', RATE_LIMIT_HEAVY: '1000000000' }
 const FAIR = { RATE_LIMIT_REQUESTS: '100000', RATE_LIMIT_HEAVY: '300', RATE_LIMIT_WINDOW_S: '60', TRUSTED_PROXIES: '127.0.0.1' }
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn' })
 const tool = LOAD_TOOL
 
 interface Paced {
@@ -63,8 +59,7 @@ interface FloodResult {
   seconds: number
 }
 
-const target = await resolveDatabase(config, createLogger('warn'))
-const admin = connectDatabase(target.url, { max: 1 })
+const { config, target, admin, close } = await setUpBench()
 const services: ReturnType<typeof Bun.spawn>[] = []
 try {
   const database = await ensureBenchDatabase(admin, target.url, SIZE)
@@ -99,8 +94,7 @@ try {
 } finally {
   for (const service of services) service.kill('SIGTERM')
   await Promise.all(services.map((service) => service.exited))
-  await admin.end()
-  await target.embedded?.stop()
+  await close()
 }
 
 /** The paced client alone, then under the flood of another client (the flood starts first and ends after). */
