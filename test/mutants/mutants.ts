@@ -741,6 +741,12 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/metrics.test.ts'],
   },
   {
+    id: 'metrics-hit-raw-path',
+    regression: 'C53: a cache hit is counted under the path its output was kept for, not its route template: every hit URL makes a series',
+    edits: [{ file: 'src/cache/answer-slot.ts', find: 'output.route ??= this.#routeOf(request.url)', replace: 'output.route ??= targetOf(request.url)' }],
+    tests: ['test/metrics.test.ts'],
+  },
+  {
     id: 'metrics-worker-missing',
     regression: 'C53: under WORKERS a scrape leaves one worker\'s counts out: the counters are not exact',
     edits: [{ file: 'src/metrics/worker-scrapes.ts', find: '...answers.filter((answer) => answer !== undefined)', replace: '...answers.slice(1).filter((answer) => answer !== undefined)' }],
