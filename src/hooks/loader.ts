@@ -40,7 +40,7 @@ export async function loadExtensionFiles(paths: string[]): Promise<FilterRegistr
       if (typeof module.default !== 'function') throw new Error('its default export is not a function; see src/hooks/README.md.')
       await module.default(registry.apiFor(source))
     } catch (error) {
-      throw new ExtensionLoadError(`The extension ${source} failed to load: ${error instanceof Error ? error.message : String(error)}`)
+      throw new ExtensionLoadError(`The extension ${source} failed to load: ${loadFailure(error)}`)
     }
   }
   try {
@@ -50,4 +50,26 @@ export async function loadExtensionFiles(paths: string[]): Promise<FilterRegistr
     throw new ExtensionLoadError(`The extensions' schema declarations do not fit together. ${(error as Error).message}`)
   }
   return registry
+}
+
+/** A position in a file, as Bun's build messages give it. */
+interface BuildPosition {
+  line: number
+  column: number
+}
+
+/**
+ * What went wrong, in one line. A syntax error reaches `import()` as an
+ * AggregateError saying only "2 errors building …": its first build message,
+ * with its line and column, is what an author needs.
+ * @example loadFailure(new AggregateError([buildMessage], '1 error building "x.ts"')) // 'Expected ";" but found "error" (line 1, column 8)'
+ */
+function loadFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const messages: unknown[] = error instanceof AggregateError ? error.errors : []
+  const first = messages[0] as { message?: unknown; position?: BuildPosition | null } | undefined
+  if (typeof first?.message !== 'string') return error.message
+  const at = first.position ? ` (line ${first.position.line}, column ${first.position.column})` : ''
+  const more = messages.length > 1 ? `, and ${messages.length - 1} more` : ''
+  return `${first.message}${at}${more}`
 }
