@@ -29,9 +29,9 @@ runCommand(async (onFailure) => {
   const { registry: filters, files } = await loadExtensions(settings.extensionsDir)
   if (files.length) log.info('loaded extensions', { files })
 
-  const target = await resolveDatabase(settings, log)
-  // A fault before the service serves stops the embedded PostgreSQL, even one thrown outside this function.
-  if (target.embedded) onFailure(() => target.embedded!.stop())
+  // A fault before the service serves stops the embedded PostgreSQL, even one thrown outside this function,
+  // from the moment it starts.
+  const target = await resolveDatabase(settings, log, onFailure)
   // Read-only: neither a bug nor an extension can write through it.
   const sql = openReadPool(target.url, settings)
 

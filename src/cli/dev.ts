@@ -27,10 +27,10 @@ const SETTLE_MS = 80
 const STOP_TIMEOUT_MS = 5000
 const SOURCE_DIR = resolve(import.meta.dir, '..')
 
-runCommand(async () => {
+runCommand(async (onFailure) => {
   const settings = loadConfig(process.env)
   const log = createLogger(settings.logLevel)
-  const target = await resolveDatabase(settings, log)
+  const target = await resolveDatabase(settings, log, onFailure)
   let port: number
   try {
     const sql = openReadPool(target.url, settings)

@@ -5,10 +5,10 @@ import { resolveDatabase } from '../db/open'
 import { createLogger } from '../log'
 import { runCommand } from './run'
 
-runCommand(async () => {
+runCommand(async (onFailure) => {
   const config = loadConfig(process.env)
   const log = createLogger(config.logLevel)
-  const target = await resolveDatabase(config, log)
+  const target = await resolveDatabase(config, log, onFailure)
   const sql = connectDatabase(target.url, { max: 1, timeoutMs: config.databaseTimeoutMs })
   try {
     const applied = await migrate(sql)

@@ -6,10 +6,10 @@ import { seedDemo } from '../demo/seed-demo'
 import { createLogger } from '../log'
 import { runCommand } from './run'
 
-runCommand(async () => {
+runCommand(async (onFailure) => {
   const config = loadConfig(process.env)
   const log = createLogger(config.logLevel)
-  const target = await resolveDatabase(config, log)
+  const target = await resolveDatabase(config, log, onFailure)
   const sql = connectDatabase(target.url, { max: 1, timeoutMs: config.databaseTimeoutMs })
   try {
     // The embedded database is ours to migrate; a team's own is migrated by `bun run migrate`.

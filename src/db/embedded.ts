@@ -23,6 +23,11 @@ export interface EmbeddedOptions {
   preferredPort?: number
   /** PostgreSQL's own log lines. */
   onLog?: (line: string) => void
+  /**
+   * Told, before the server is started, what stops it: a fault while it starts (thrown outside this
+   * function's promise, which then never settles) can still stop it (runCommand's `onFailure`).
+   */
+  onStarting?: (stop: () => Promise<void>) => void
 }
 
 /** The embedded database could not start; the message says why. */
@@ -69,22 +74,24 @@ export async function startEmbeddedDatabase(options: EmbeddedOptions): Promise<E
     onLog,
     onError: (error) => onLog(String(error)),
   })
+  let stopped: Promise<void> | undefined
+  const stop = () => (stopped ??= cluster.stop())
   try {
     // The database runs as another user when we are root: it must reach its folder.
     if (runsAsPostgres) await chmod(dataDir, 0o755)
     if (created) await cluster.initialise()
+    options.onStarting?.(stop)
     await cluster.start()
   } catch (error) {
     // start() fails only once PostgreSQL has exited: there is nothing to stop.
     const detail = error instanceof Error ? error.message : recentLog.filter((line) => /FATAL|ERROR|error/i.test(line)).join(' ')
     throw new EmbeddedDatabaseError(`The embedded PostgreSQL under ${clusterDir} could not start: ${detail || recentLog.at(-1) || 'it exited at once'}`)
   }
-  let stopped: Promise<void> | undefined
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     created,
     clusterDir,
-    stop: () => (stopped ??= cluster.stop()),
+    stop,
   }
 }
 

@@ -10,14 +10,17 @@ export interface DatabaseTarget {
 
 /**
  * `DATABASE_URL` when it is set; otherwise the embedded PostgreSQL under `DATA_DIR`, started now.
- * @example const { url, embedded } = await resolveDatabase(config, log)
+ * `onFailure` (runCommand's) is given its stop before it starts: a fault while it starts stops it too.
+ * @example const { url, embedded } = await resolveDatabase(config, log, onFailure)
  */
-export async function resolveDatabase(config: Config, log: Logger): Promise<DatabaseTarget> {
+export async function resolveDatabase(config: Config, log: Logger, onFailure?: (cleanup: () => Promise<unknown>) => void): Promise<DatabaseTarget> {
   if (config.databaseUrl) return { url: config.databaseUrl }
   log.info('starting the embedded PostgreSQL', { dataDir: config.dataDir })
   const embedded = await startEmbeddedDatabase({
     dataDir: config.dataDir,
     onLog: (line) => log.debug('postgres', { line }),
+    // A command's fault from the moment the server starts stops it (runCommand).
+    onStarting: onFailure,
   })
   log.info('the embedded PostgreSQL is ready', { cluster: embedded.clusterDir, created: embedded.created })
   return { url: embedded.url, embedded }

@@ -741,6 +741,12 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/metrics.test.ts'],
   },
   {
+    id: 'embedded-left-running',
+    regression: 'A fault thrown outside main while the embedded PostgreSQL starts leaves it running after the exit (its stop is not handed to runCommand)',
+    edits: [{ file: 'src/db/open.ts', find: 'onStarting: onFailure,', replace: 'onStarting: undefined,' }],
+    tests: ['test/startup.test.ts'],
+  },
+  {
     id: 'metrics-hit-raw-path',
     regression: 'C53: a cache hit is counted under the path its output was kept for, not its route template: every hit URL makes a series',
     edits: [{ file: 'src/cache/answer-slot.ts', find: 'output.route ??= this.#routeOf(request.url)', replace: 'output.route ??= targetOf(request.url)' }],
