@@ -49,7 +49,46 @@ test('C36: a change handler that throws is logged, and the handlers after it sti
     expect(heard.listening).toBe(1)
     const failures = logged.filter((line) => line.msg === 'a change handler failed; the others were told')
     expect(failures.map((line) => line.handler)).toContain('ThrowingHandler')
-    expect(new Set(failures.map((line) => line.event))).toEqual(new Set(['onListening', 'onChange', 'onLanguages']))
+    // After a failed change it is told it lost the changes (which throws too): the others are not.
+    expect(new Set(failures.map((line) => line.event))).toEqual(new Set(['onListening', 'onChange', 'onLost', 'onLanguages']))
+  } finally {
+    await listener.stop()
+  }
+})
+
+test('C36: a handler that throws on a change may have missed it: it alone is told onLost, then onListening with the languages, and then hears changes again', async () => {
+  const calls: string[] = []
+  let failNext = true
+  const flaky: ChangeHandlers = {
+    onListening: (languages) => calls.push(`listening ${[...languages.codes].sort().join(',')}`),
+    onLost: () => calls.push('lost'),
+    onChange: (change) => {
+      calls.push(`change ${change.table}`)
+      if (failNext) {
+        failNext = false
+        throw new Error('a bug in the middle of a change')
+      }
+    },
+    onLanguages: () => calls.push('languages'),
+  }
+  const others = { listening: 0, lost: 0, changes: 0 }
+  const steady: ChangeHandlers = {
+    onListening: () => others.listening++,
+    onLost: () => others.lost++,
+    onChange: () => others.changes++,
+    onLanguages: () => {},
+  }
+  const log = createLogger('error', () => {})
+  const listener = listenForChanges(db.url, everyHandler([flaky, steady], log), { timeoutMs: 5000, heartbeatMs: 200, log })
+  try {
+    await waitFor('both hear that the listener listens', () => calls.length === 1 && others.listening === 1)
+    const listening = calls[0]!
+    await addContentType(db.sql, 'essay')
+    await waitFor('the flaky handler is heard again', () => calls.length >= 4)
+    await addContentType(db.sql, 'note')
+    await waitFor('the next change reaches it', () => calls.length >= 5)
+    expect(calls).toEqual([listening, 'change content_types', 'lost', listening, 'change content_types'])
+    expect(others).toEqual({ listening: 1, lost: 0, changes: 2 })
   } finally {
     await listener.stop()
   }

@@ -34,23 +34,42 @@ export interface ChangeHandlers {
  * One set of handlers that tells each of `handlers`, in order (the cache, the replicas' positions, the event feed).
  * Each is told apart from the others: one that throws is logged and never keeps the next from hearing the
  * change, nor reaches the listener (a throw there would cost the connection and bypass every cache).
+ * A handler that throws on a change (or on new languages) may have missed it, as if nobody had listened:
+ * it is told `onLost`, then `onListening` again, as after a lost connection (the cache drops every answer
+ * and keeps new ones; the event feed and the purger read the change log again). A handler whose
+ * `onListening` throws stays as `onLost` left it (the cache then answers nothing from memory).
  * @example listenForChanges(url, everyHandler([cache, positions, feed], log), options)
  */
 export function everyHandler(handlers: readonly ChangeHandlers[], log: Logger): ChangeHandlers {
-  const tellEach = (event: keyof ChangeHandlers, tell: (handler: ChangeHandlers) => void) => {
+  let languages: LanguageSet | undefined
+  const tell = (handler: ChangeHandlers, event: keyof ChangeHandlers, call: (handler: ChangeHandlers) => void): boolean => {
+    try {
+      call(handler)
+      return true
+    } catch (error) {
+      log.error('a change handler failed; the others were told', { event, handler: handler.constructor.name, error })
+      return false
+    }
+  }
+  const tellEach = (event: keyof ChangeHandlers, call: (handler: ChangeHandlers) => void) => {
     for (const handler of handlers) {
-      try {
-        tell(handler)
-      } catch (error) {
-        log.error('a change handler failed; the others were told', { event, handler: handler.constructor.name, error })
-      }
+      if (tell(handler, event, call) || (event !== 'onChange' && event !== 'onLanguages') || languages === undefined) continue
+      // It may have missed this change: it starts again, as after a lost connection.
+      const heardAgain = languages
+      if (tell(handler, 'onLost', (each) => each.onLost())) tell(handler, 'onListening', (each) => each.onListening(heardAgain))
     }
   }
   return {
-    onListening: (languages) => tellEach('onListening', (each) => each.onListening(languages)),
+    onListening: (heard) => {
+      languages = heard
+      tellEach('onListening', (each) => each.onListening(heard))
+    },
     onLost: () => tellEach('onLost', (each) => each.onLost()),
     onChange: (change) => tellEach('onChange', (each) => each.onChange(change)),
-    onLanguages: (languages) => tellEach('onLanguages', (each) => each.onLanguages(languages)),
+    onLanguages: (heard) => {
+      languages = heard
+      tellEach('onLanguages', (each) => each.onLanguages(heard))
+    },
   }
 }
 

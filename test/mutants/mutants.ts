@@ -681,7 +681,13 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'change-handlers-not-isolated',
     regression: 'C36: a change handler that throws keeps the handlers after it (cache, positions, events) from hearing the change',
-    edits: [{ file: 'src/cache/change-listener.ts', find: '      try {\n        tell(handler)\n      } catch (error) {\n        log.error', replace: '      tell(handler)\n      if (Math.random() > 2) {\n        const error = undefined\n        log.error' }],
+    edits: [{ file: 'src/cache/change-listener.ts', find: '    try {\n      call(handler)\n      return true\n    } catch (error) {\n      log.error', replace: '    call(handler)\n    if (Math.random() > 2) {\n      const error = undefined\n      log.error' }],
+    tests: ['test/change-listener.test.ts'],
+  },
+  {
+    id: 'change-handler-failure-forgotten',
+    regression: 'C36: a handler that throws on a change (it may have missed it: the cache could keep a stale answer) goes on as if it had heard it, instead of starting again as after a lost connection',
+    edits: [{ file: 'src/cache/change-listener.ts', find: "      if (tell(handler, 'onLost', (each) => each.onLost())) tell(handler, 'onListening', (each) => each.onListening(heardAgain))", replace: '      void heardAgain' }],
     tests: ['test/change-listener.test.ts'],
   },
   // C52: per-client quotas.
