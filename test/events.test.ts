@@ -58,6 +58,9 @@ async function marker(): Promise<(event: Received) => boolean> {
 }
 const MARKER = 'zz-marker'
 
+/** An event id's place in the change log (`<position>.<microseconds>[.<xids>]`). */
+const positionOf = (id: string) => Number(id.split('.')[0])
+
 describe('C49 the stream', () => {
   test('text/event-stream, no-store, CORS; it opens with an id and nothing else', async () => {
     const { response, stream } = await api.open('/api/v1/events', { origin: 'https://app.example.com' })
@@ -70,11 +73,36 @@ describe('C49 the stream', () => {
     await stream.cancel()
   })
 
-  test('a comment line keeps an idle stream open (every 15 s by default; 300 ms here)', async () => {
+  test('a comment line keeps an idle stream open (every 15 s by default; 300 ms here), with the id the stream has reached', async () => {
     const { stream } = await api.open()
-    await stream.next()
-    expect(await stream.next(3000)).toEqual({ comment: '' })
+    const { id } = await stream.next()
+    const heartbeat = await stream.next(3000)
+    expect(heartbeat).toEqual({ comment: '', id: expect.stringMatching(/^\d+\.\d+(\.[\d-]+)?$/) })
+    // The feed's mark: where the stream opened, or further if the log moved since.
+    expect(positionOf(heartbeat.id!)).toBeGreaterThanOrEqual(positionOf(id!))
     await stream.cancel()
+  })
+
+  test('a stream whose types stay quiet: its heartbeats carry the id others reached, and resuming from it reads nothing again', async () => {
+    const { stream } = await api.open('/api/v1/events?types=page')
+    const { id: opened } = await stream.next()
+    const watcher = await api.open('/api/v1/events?types=post')
+    await watcher.stream.next()
+    const written = await addEntry(db.sql)
+    const told = await watcher.stream.nextEvent()
+    expect(told.data).toEqual({ type: 'post', ids: [written] })
+    await watcher.stream.cancel()
+    // The page stream heard nothing, but its next heartbeat moves its id past the post's write.
+    let heartbeat = await stream.next(3000)
+    while (positionOf(heartbeat.id!) < positionOf(told.id)) heartbeat = await stream.next(3000)
+    expect(heartbeat.comment).toBe('')
+    expect(positionOf(heartbeat.id!)).toBeGreaterThan(positionOf(opened!))
+    await stream.cancel()
+    // A client resuming from it is where it was: no reset, and the page it writes next is its first event.
+    const { stream: resumed } = await api.open('/api/v1/events?types=page', { 'last-event-id': heartbeat.id! })
+    const page = await addEntry(db.sql, { type: 'page' })
+    expect((await resumed.nextEvent()).data).toEqual({ type: 'page', ids: [page] })
+    await resumed.cancel()
   })
 
   test('HEAD answers the headers alone; POST is 405; OPTIONS is a CORS preflight', async () => {

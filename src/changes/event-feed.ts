@@ -282,7 +282,10 @@ export class EventFeed implements ChangeHandlers {
   #add(subscriber: EventSubscriber): void {
     this.#subscribers.add(subscriber)
     this.#heartbeat ??= setInterval(() => {
-      for (const each of [...this.#subscribers]) this.#send(each, HEARTBEAT)
+      // With the feed's mark: every subscriber has been sent what the log holds of its types up to it (or holds it
+      // behind its catch-up), so a client whose types stay quiet resumes from a recent id, not the one it opened with.
+      const chunk = this.#mark === null ? HEARTBEAT : encoder.encode(`:\nid: ${encodeEventMark(this.#mark)}\n\n`)
+      for (const each of [...this.#subscribers]) this.#send(each, chunk)
     }, this.#options.heartbeatMs)
   }
 

@@ -747,6 +747,12 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/metrics.test.ts'],
   },
   {
+    id: 'events-heartbeat-without-id',
+    regression: 'C49: heartbeats carry no id: a client whose types stay quiet keeps the id it opened with, and after the retention its resume is a spurious reset',
+    edits: [{ file: 'src/changes/event-feed.ts', find: 'const chunk = this.#mark === null ? HEARTBEAT :', replace: 'const chunk = this.#mark !== undefined ? HEARTBEAT :' }],
+    tests: ['test/events.test.ts'],
+  },
+  {
     id: 'embedded-left-running',
     regression: 'A fault thrown outside main while the embedded PostgreSQL starts leaves it running after the exit (its stop is not handed to runCommand)',
     edits: [{ file: 'src/db/open.ts', find: 'onStarting: onFailure,', replace: 'onStarting: undefined,' }],
