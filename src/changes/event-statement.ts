@@ -18,6 +18,8 @@ export interface ChangesRead {
   mark: EventMark
   /** Every content type's slug, now. */
   types: string[]
+  /** The same types' slugs by id (JSON keys: the id as text), as the change notifications name them. */
+  typeSlugs: Record<string, string>
   /** Milliseconds from the statement's now() to the next go-live of any type; null when none is ahead. */
   nextGoLiveInMs: number | null
   /** Marks made before this (microseconds since 1970) are expired: the log rows they need may be pruned. */
@@ -45,6 +47,7 @@ interface ChangesRow {
   in_progress: string[]
   at_micros: string
   types: string[]
+  type_slugs: Record<string, string>
   next_go_live_ms: number | null
   pruned_before_micros: string | null
 }
@@ -65,6 +68,7 @@ export async function readChangesSince(sql: Sql, since: EventMark | null, option
     changes: row.changes,
     mark: { position: row.position, inProgress: row.in_progress, atMicros: row.at_micros },
     types: row.types,
+    typeSlugs: row.type_slugs,
     nextGoLiveInMs: row.next_go_live_ms,
     prunedBeforeMicros: row.pruned_before_micros,
   }
@@ -252,6 +256,7 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
       (select coalesce(json_agg(x::text), '[]'::json) from pg_snapshot_xip(pg_current_snapshot()) x) as in_progress,
       (extract(epoch from now()) * 1000000)::int8::text as at_micros,
       (select coalesce(json_agg(slug order by slug), '[]'::json) from types) as types,
+      (select coalesce(json_object_agg(id, slug), '{}'::json) from types) as type_slugs,
       (
         select ceil(extract(epoch from min(n.at) - now()) * 1000)::int8
         from types t

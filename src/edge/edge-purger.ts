@@ -56,6 +56,8 @@ export class EdgePurger implements ChangeHandlers {
   /** Where the next read of the change log starts; null until the first read under the duty. */
   #mark: EventMark | null = null
   #types: string[] = []
+  /** The types' slugs by id, as of the last read: a notification names its types by id. */
+  #typeSlugs = new Map<number, string>()
   /** Everything is purged after the next read of the change log (a mark from which nothing is missed). */
   #everythingDue = false
   #listenerLost = false
@@ -125,6 +127,14 @@ export class EdgePurger implements ChangeHandlers {
     // Sent now: the notification comes after the commit; the entries the write reached come with the read.
     if (change.table === 'content_types') this.#purge([EVERY_ANSWER_TAG])
     else if (DISCOVERY_TABLES.has(change.table)) this.#purge(DISCOVERY_KEYS)
+    else if (change.typeIds !== 'all') {
+      // The lists of the types it names go now, without waiting for the read (on a busy database it waits its turn).
+      const lists = [...change.typeIds].flatMap((typeId) => {
+        const slug = this.#typeSlugs.get(typeId)
+        return slug === undefined ? [] : [listsTag(slug)]
+      })
+      if (lists.length > 0) this.#purge(lists)
+    }
     this.#requestRead()
   }
 
@@ -164,6 +174,7 @@ export class EdgePurger implements ChangeHandlers {
     if (duty !== this.#duty) return
     this.#mark = read.mark
     this.#types = read.types
+    this.#typeSlugs = new Map(Object.entries(read.typeSlugs).map(([typeId, slug]) => [Number(typeId), slug]))
     const keys = purgeKeys(read.changes)
     if (everything) keys.push(EVERY_ANSWER_TAG)
     if (keys.length > 0) this.#purge(keys)
