@@ -747,6 +747,12 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/metrics.test.ts'],
   },
   {
+    id: 'edge-lists-after-read',
+    regression: 'C51: the lists of a notified type wait for the change-log read instead of going as the notification arrives',
+    edits: [{ file: 'src/edge/edge-purger.ts', find: '      if (lists.length > 0) this.#purge(lists)', replace: '      void lists' }],
+    tests: ['test/edge-purger.test.ts'],
+  },
+  {
     id: 'events-heartbeat-without-id',
     regression: 'C49: heartbeats carry no id: a client whose types stay quiet keeps the id it opened with, and after the retention its resume is a spurious reset',
     edits: [{ file: 'src/changes/event-feed.ts', find: 'const chunk = this.#mark === null ? HEARTBEAT :', replace: 'const chunk = this.#mark !== undefined ? HEARTBEAT :' }],
