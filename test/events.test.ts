@@ -105,6 +105,24 @@ describe('C49 the stream', () => {
     await resumed.cancel()
   })
 
+  test('on a site nobody writes to, heartbeats read the log again once the mark is older than markRefreshMs (1 hour): their ids move on in time', async () => {
+    const quiet = await eventTestApp(db.url, { heartbeatMs: 100, markRefreshMs: 250 })
+    try {
+      const { stream } = await quiet.open()
+      const { id: opened } = await stream.next()
+      const timeOf = (id: string) => BigInt(id.split('.')[1]!)
+      const deadline = performance.now() + 3000
+      let heartbeat = await stream.next(3000)
+      while (timeOf(heartbeat.id!) === timeOf(opened!) && performance.now() < deadline) heartbeat = await stream.next(3000)
+      // Same place in the log (nothing was written), a later time: what a resume after the retention is measured by.
+      expect(positionOf(heartbeat.id!)).toBe(positionOf(opened!))
+      expect(timeOf(heartbeat.id!) - timeOf(opened!)).toBeGreaterThanOrEqual(250_000n)
+    } finally {
+      await quiet.cancelStreams()
+      await quiet.close()
+    }
+  })
+
   test('HEAD answers the headers alone; POST is 405; OPTIONS is a CORS preflight', async () => {
     const head = await api.app.handle(new Request('http://localhost/api/v1/events', { method: 'HEAD' }))
     expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, 'text/event-stream', ''])

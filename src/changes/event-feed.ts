@@ -19,6 +19,11 @@ export interface EventFeedOptions {
   heartbeatMs?: number
   /** The most a client that does not read may have queued before it is dropped. */
   maxBacklogBytes?: number
+  /**
+   * How old the feed's mark may get before a heartbeat reads the log again, writes or not (1 hour): the ids
+   * that heartbeats hand out then never age past SYNC_RETENTION_DAYS on a site nobody writes to.
+   */
+  markRefreshMs?: number
 }
 
 export interface SubscribeOptions {
@@ -31,6 +36,7 @@ export interface SubscribeOptions {
 }
 
 const HEARTBEAT_MS = 15_000
+const MARK_REFRESH_MS = 3_600_000
 const MAX_BACKLOG_BYTES = 256 * 1024
 /** After a failed read of the log, the next try. */
 const RETRY_MS = 1000
@@ -76,7 +82,7 @@ export class EventFeed implements ChangeHandlers {
   #prunedBeforeMicros: bigint | null = null
 
   constructor(options: EventFeedOptions) {
-    this.#options = { heartbeatMs: HEARTBEAT_MS, maxBacklogBytes: MAX_BACKLOG_BYTES, ...options }
+    this.#options = { heartbeatMs: HEARTBEAT_MS, maxBacklogBytes: MAX_BACKLOG_BYTES, markRefreshMs: MARK_REFRESH_MS, ...options }
   }
 
   /** Streams open now. */
@@ -286,6 +292,8 @@ export class EventFeed implements ChangeHandlers {
       // behind its catch-up), so a client whose types stay quiet resumes from a recent id, not the one it opened with.
       const chunk = this.#mark === null ? HEARTBEAT : encoder.encode(`:\nid: ${encodeEventMark(this.#mark)}\n\n`)
       for (const each of [...this.#subscribers]) this.#send(each, chunk)
+      // A quiet site: the mark's time moves on with a read that finds nothing (its go-lives are read up to now too).
+      if (this.#mark !== null && BigInt(Date.now()) * 1000n - BigInt(this.#mark.atMicros) > BigInt(this.#options.markRefreshMs) * 1000n) this.#requestRead()
     }, this.#options.heartbeatMs)
   }
 

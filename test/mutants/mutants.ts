@@ -759,6 +759,12 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/events.test.ts'],
   },
   {
+    id: 'events-mark-never-refreshed',
+    regression: 'C49: on a site nobody writes to, the feed never reads again: the ids its heartbeats hand out age past SYNC_RETENTION_DAYS',
+    edits: [{ file: 'src/changes/event-feed.ts', find: 'if (this.#mark !== null && BigInt(Date.now())', replace: 'if (this.#mark === undefined && BigInt(Date.now())' }],
+    tests: ['test/events.test.ts'],
+  },
+  {
     id: 'embedded-left-running',
     regression: 'A fault thrown outside main while the embedded PostgreSQL starts leaves it running after the exit (its stop is not handed to runCommand)',
     edits: [{ file: 'src/db/open.ts', find: 'onStarting: onFailure,', replace: 'onStarting: undefined,' }],
