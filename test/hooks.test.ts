@@ -345,9 +345,13 @@ describe('the extension loader', () => {
     const run = await runScript('start', { EXTENSIONS_DIR: folder, DATABASE_URL: db.url, PORT: '0' })
     expect(run.code).toBe(1)
     expect(run.stderr).toContain('vitrine: The extension')
-    // The first of Bun's build messages, where it is: not "1 error building …".
-    expect(run.stderr).toMatch(/20-broken\.ts failed to load: Expected .+ \(line 1, column \d+\)/)
+    // The first of Bun's build messages, where it is: not "2 errors building …".
+    expect(run.stderr).toMatch(/20-broken\.ts failed to load: Expected .+ \(line 1, column \d+\), and 1 more\n$/)
     expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    // One error alone comes as a build message of its own: where it is, too.
+    await Bun.write(join(folder, '20-broken.ts'), 'export default (api) => {\n  api.x(=> 1)\n}\n')
+    const single = await runScript('start', { EXTENSIONS_DIR: folder, DATABASE_URL: db.url, PORT: '0' })
+    expect(single.stderr.trim()).toEndWith('20-broken.ts failed to load: Unexpected => (line 2, column 9)')
   })
 
   test('a schema declaration that cannot apply stops the start with a message naming the file', async () => {

@@ -122,6 +122,17 @@ describe('C53: the metrics port of one process', () => {
     expect(Math.abs(sumOf(after, 'process_start_time_seconds') - Date.now() / 1000)).toBeLessThan(600)
   })
 
+  test('a hit is counted under its route, whichever URL made the output it serves (a trailing slash first, C3)', async () => {
+    const before = (await scrape(metricsPort)).samples
+    // The slashed URL computes the list's output; the plain URL's hits serve that same output.
+    expect(await requestMany(`${service.url}/api/v1/content/page/`, 1)).toEqual([200])
+    expect(await requestMany(`${service.url}/api/v1/content/page`, 3)).toEqual([200, 200, 200])
+    const after = (await scrape(metricsPort)).samples
+    const list = { http_request_method: 'GET', http_route: '/api/v1/content/{type}', http_response_status_code: '200' }
+    const other = { http_request_method: 'GET', http_route: 'other' }
+    expect([sumOf(after, REQUESTS, list) - sumOf(before, REQUESTS, list), sumOf(after, REQUESTS, other) - sumOf(before, REQUESTS, other)]).toEqual([4, 0])
+  })
+
   test('label values stay bounded: distinct slugs and query strings make no new series, and no label holds a path', async () => {
     const seriesOf = (samples: Sample[]) => samples.filter((sample) => sample.name === REQUESTS).map((sample) => JSON.stringify(sample.labels)).sort()
     await requestMany(`${service.url}/api/v1/content/post/missing-0?x=0`, 1)
@@ -300,8 +311,11 @@ describe('C53: the route template of a request URL', () => {
       ['http://localhost/api/v1/sync/post', '/api/v1/sync/{type}'],
       ['http://localhost/media/2024/a.png', '/media/{path}'],
       ['/api/v1/content/post', '/api/v1/content/{type}'],
-      ['http://localhost/api/v1/', 'other'],
-      ['http://localhost/api/v1/content/post/', 'other'],
+      // One trailing slash takes the route without it, as the router does (C3); two do not.
+      ['http://localhost/api/v1/', '/api/v1'],
+      ['http://localhost/api/v1/content/post/?page=2', '/api/v1/content/{type}'],
+      ['http://localhost/api/v1/content/post/hello/', '/api/v1/content/{type}/{slug}'],
+      ['http://localhost/api/v1/content/post//', 'other'],
       ['http://localhost/api/v1/content//x', 'other'],
       ['http://localhost/api/v1/taxonomies/tag/terms/more', 'other'],
       ['http://localhost/wp-login.php', 'other'],

@@ -86,6 +86,22 @@ describe('bun run start without DATABASE_URL', () => {
     expect(found).toEqual({ code: 1, stderr: 'vitrine: could not start: a stray fault', pidFileLeft: false, postgresRunning: false })
   }, 120_000)
 
+  test('an embedded PostgreSQL that cannot start: one line, and the exit does not wait for a stop of what has exited', async () => {
+    // A cluster folder with a version and nothing else: the server exits at once.
+    const folder = await mkdtemp(join(tmpdir(), 'vitrine-broken-cluster-'))
+    await chmod(folder, 0o755)
+    await Bun.write(join(folder, 'postgres', 'PG_VERSION'), '18\n')
+    const started = performance.now()
+    const run = await runScript('start', { DATA_DIR: folder, PORT: '0' })
+    const seconds = (performance.now() - started) / 1000
+    await rm(folder, { recursive: true, force: true })
+    expect(run.code).toBe(1)
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    expect(run.stderr).toStartWith(`vitrine: The embedded PostgreSQL under ${join(folder, 'postgres')} could not start:`)
+    // The cleanup of a failed start waits at most 10 s (src/cli/run.ts) for a stop that never ends: it must not be asked to.
+    expect(seconds).toBeLessThan(8)
+  }, 60_000)
+
   test('a bad setting stops the start with one line that names the variable', async () => {
     const run = await runScript('start', { DATA_DIR: dataDir, PORT: 'eighty' })
     expect(run.code).toBe(1)

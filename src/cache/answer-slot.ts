@@ -49,7 +49,11 @@ export interface PreparedAnswer extends RenderedBody {
    * output is kept: with that slot's settings (CORS, Cache-Tag, quota fields). A cache has one slot.
    */
   sameHeaders?: SameHeaders
-  /** C53: the template of the route that made it, set when kept while the request metric is recorded (AnswerSlot.nameRoutes). */
+  /**
+   * C53: the template of the route that made it, set when kept while the request metric is recorded
+   * (AnswerSlot.nameRoutes). Every URL whose hits this output serves has that template: an answer's key
+   * begins with its route's name, and a trailing slash takes the same template (route-template.ts).
+   */
   route?: string
 }
 

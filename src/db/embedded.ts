@@ -83,7 +83,9 @@ export async function startEmbeddedDatabase(options: EmbeddedOptions): Promise<E
     options.onStarting?.(stop)
     await cluster.start()
   } catch (error) {
-    // start() fails only once PostgreSQL has exited: there is nothing to stop.
+    // start() fails only once PostgreSQL has exited: there is nothing to stop (the package's stop would wait
+    // for an exit that has been, and a failed start for its cleanup's whole timeout).
+    stopped ??= Promise.resolve()
     const detail = error instanceof Error ? error.message : recentLog.filter((line) => /FATAL|ERROR|error/i.test(line)).join(' ')
     throw new EmbeddedDatabaseError(`The embedded PostgreSQL under ${clusterDir} could not start: ${detail || recentLog.at(-1) || 'it exited at once'}`)
   }

@@ -59,14 +59,15 @@ interface BuildPosition {
 }
 
 /**
- * What went wrong, in one line. A syntax error reaches `import()` as an
- * AggregateError saying only "2 errors building …": its first build message,
- * with its line and column, is what an author needs.
+ * What went wrong, in one line. A syntax error reaches `import()` as a build
+ * message, or, when there are several, as an AggregateError saying only
+ * "2 errors building …": the (first) build message, with its line and column,
+ * is what an author needs.
  * @example loadFailure(new AggregateError([buildMessage], '1 error building "x.ts"')) // 'Expected ";" but found "error" (line 1, column 8)'
  */
 function loadFailure(error: unknown): string {
   if (!(error instanceof Error)) return String(error)
-  const messages: unknown[] = error instanceof AggregateError ? error.errors : []
+  const messages: unknown[] = error instanceof AggregateError ? error.errors : [error]
   const first = messages[0] as { message?: unknown; position?: BuildPosition | null } | undefined
   if (typeof first?.message !== 'string') return error.message
   const at = first.position ? ` (line ${first.position.line}, column ${first.position.column})` : ''

@@ -1,5 +1,7 @@
 import { OTHER_ROUTE } from '../metrics/families'
 
+const SLASH = '/'.charCodeAt(0)
+
 /** The routes' paths as a tree of segments: a static segment, a parameter (`:type`), or the rest (`*`). */
 interface RouteNode {
   /** A handful per node: compared in place, without cutting the segment out of the URL. */
@@ -40,7 +42,10 @@ export function routeTemplates(paths: readonly string[]): (url: string) => strin
     const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
     if (start === -1) return OTHER_ROUTE
     const query = url.indexOf('?', start)
-    return find(root, url, start + 1, query === -1 ? url.length : query) ?? OTHER_ROUTE
+    let end = query === -1 ? url.length : query
+    // One trailing slash takes the route without it, as the router does (C3: `/api/v1/content/post/`).
+    if (end - start > 1 && url.charCodeAt(end - 1) === SLASH) end--
+    return find(root, url, start + 1, end) ?? OTHER_ROUTE
   }
 }
 

@@ -765,6 +765,18 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/events.test.ts'],
   },
   {
+    id: 'embedded-failed-start-waits',
+    regression: 'An embedded PostgreSQL that exits while starting is asked to stop by the failed start\'s cleanup, which then waits its whole 10 s for an exit that has been',
+    edits: [{ file: 'src/db/embedded.ts', find: '    stopped ??= Promise.resolve()\n', replace: '' }],
+    tests: ['test/startup.test.ts'],
+  },
+  {
+    id: 'metrics-trailing-slash-other',
+    regression: 'C53/C3: a URL with a trailing slash, which its route serves, is labelled other, and so are the hits its output then serves on the plain URL',
+    edits: [{ file: 'src/http/route-template.ts', find: '    if (end - start > 1 && url.charCodeAt(end - 1) === SLASH) end--\n', replace: '' }],
+    tests: ['test/metrics.test.ts'],
+  },
+  {
     id: 'embedded-left-running',
     regression: 'A fault thrown outside main while the embedded PostgreSQL starts leaves it running after the exit (its stop is not handed to runCommand)',
     edits: [{ file: 'src/db/open.ts', find: 'onStarting: onFailure,', replace: 'onStarting: undefined,' }],

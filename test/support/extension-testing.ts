@@ -136,7 +136,7 @@ export async function extensionTestKit(options: ExtensionTestOptions = {}): Prom
     if (request.search === undefined) return { status: answer.status, headers: answer.headers, item: answer.body.data }
     const items = answer.body.data as (ItemData | null)[]
     const item = items.find((candidate) => candidate?.id === found.id)
-    if (!item) throw new Error(`The search ${JSON.stringify(request.search)} does not find entry ${found.id} on its first page (${items.length} items).`)
+    if (!item) throw new Error(`The search ${JSON.stringify(request.search)} does not find entry ${found.id} on its first page (${items.length} items; an item a callback returns as null, or with another id, is not found either).`)
     if (askedId) delete item.id
     return { status: answer.status, headers: answer.headers, item }
   }
