@@ -316,6 +316,33 @@ describe('C49 Last-Event-ID', () => {
     }
   })
 
+  test('a type deleted or renamed: its streams get event: reset and end, a reconnect asking for it is 404; the other streams go on', async () => {
+    await addContentType(db.sql, 'doomed')
+    await addContentType(db.sql, 'renamed')
+    // Heard by the feed before the streams ask for the new types.
+    await Bun.sleep(300)
+    const doomed = await api.open('/api/v1/events?types=post,doomed')
+    const renamed = await api.open('/api/v1/events?types=renamed')
+    const posts = await api.open('/api/v1/events?types=post')
+    const everything = await api.open('/api/v1/events')
+    for (const { response, stream } of [doomed, renamed, posts, everything]) {
+      expect(response.status).toBe(200)
+      await stream.next()
+    }
+    await db.sql`delete from content_types where slug = 'doomed'`
+    await db.sql`update content_types set slug = 'retitled' where slug = 'renamed'`
+    for (const { stream } of [doomed, renamed]) {
+      const reset = await stream.nextEvent()
+      expect([reset.event, reset.data]).toEqual(['reset', {}])
+      expect(await stream.ended(3000)).toBe(true)
+    }
+    const again = await api.get('/api/v1/events?types=post,doomed', { headers: { 'last-event-id': doomed.stream.lastEventId } })
+    expect([again.status, again.body]).toEqual([404, { error: 'Content type not found.' }])
+    // The others stay open and hear the next write.
+    const entry = await addEntry(db.sql)
+    for (const { stream } of [posts, everything]) expect(reached(await eventsUntil(stream, (event) => event.data.ids?.includes(entry) ?? false)).post).toContain(entry)
+  })
+
   test('a position older than the retention, pruned, or not of this database gets event: reset (sync again), then the live stream', async () => {
     const [{ micros }] = await db.sql`select (extract(epoch from now() - interval '31 days') * 1000000)::int8::text as micros`
     const now = String(BigInt(Date.now()) * 1000n)

@@ -254,6 +254,7 @@ export class EventFeed implements ChangeHandlers {
     this.#prunedBeforeMicros = read.prunedBeforeMicros === null ? null : BigInt(read.prunedBeforeMicros)
     this.#told++
     if (since !== null) this.#dispatch(read.changes, encodeEventMark(since), encodeEventMark(read.mark))
+    if (since !== null) this.#endStreamsOfGoneTypes(read.mark)
     clearTimeout(this.#goLive)
     if (this.#closed || this.#mark === null) return
     if (read.nextGoLiveInMs !== null) this.#goLive = setTimeout(() => this.#requestRead(), Math.min(MAX_TIMER_MS, read.nextGoLiveInMs + 5))
@@ -272,6 +273,19 @@ export class EventFeed implements ChangeHandlers {
         chunks.set(key, chunk)
       }
       if (chunk) this.#send(subscriber, chunk)
+    }
+  }
+
+  /**
+   * A type deleted or renamed: its rows no longer join a type, so its subscribers would hear nothing of it
+   * again. Each gets `event: reset` and its stream ends: the client reconnects, and asking for a type that
+   * is gone is a 404 (C5), which ends an EventSource for good.
+   */
+  #endStreamsOfGoneTypes(mark: EventMark): void {
+    for (const subscriber of [...this.#subscribers]) {
+      if (subscriber.types === null || [...subscriber.types].every((type) => this.#types.has(type))) continue
+      this.#send(subscriber, reset(mark))
+      subscriber.close()
     }
   }
 

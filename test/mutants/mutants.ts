@@ -753,6 +753,12 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/edge-purger.test.ts'],
   },
   {
+    id: 'events-gone-type-silent',
+    regression: 'C49: the streams of a type deleted or renamed stay open and never hear of it again, instead of getting event: reset and ending',
+    edits: [{ file: 'src/changes/event-feed.ts', find: '    if (since !== null) this.#endStreamsOfGoneTypes(read.mark)\n', replace: '' }],
+    tests: ['test/events.test.ts'],
+  },
+  {
     id: 'events-heartbeat-without-id',
     regression: 'C49: heartbeats carry no id: a client whose types stay quiet keeps the id it opened with, and after the retention its resume is a spurious reset',
     edits: [{ file: 'src/changes/event-feed.ts', find: 'const chunk = this.#mark === null ? HEARTBEAT :', replace: 'const chunk = this.#mark !== undefined ? HEARTBEAT :' }],
