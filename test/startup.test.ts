@@ -51,26 +51,6 @@ describe('bun run start without DATABASE_URL', () => {
   }, 120_000)
 
   test('a fault thrown outside any promise once the embedded PostgreSQL runs: one line, and that PostgreSQL is stopped before the exit', async () => {
-    // A data folder of its own: its first start (initdb, migrations, the demo) leaves time between the cluster's start and serving.
-    const folder = await mkdtemp(join(tmpdir(), 'vitrine-stray-embedded-'))
-    await chmod(folder, 0o755)
-    const pidFile = join(folder, 'data', 'postgres', 'postmaster.pid')
-    await Bun.write(
-      join(folder, 'extensions', 'throws-once-postgres-runs.ts'),
-      `import { existsSync, readFileSync } from 'node:fs'\n` +
-        `export default () => {\n` +
-        `  const poll = setInterval(() => {\n` +
-        // initdb's single-user phases write a negative pid: wait for the server's own.
-        `    const pid = existsSync(${JSON.stringify(pidFile)}) ? Number(readFileSync(${JSON.stringify(pidFile)}, 'utf8').split('\\n')[0]) : 0\n` +
-        `    if (!(pid > 0)) return\n` +
-        `    clearInterval(poll)\n` +
-        `    console.log('postgres pid ' + pid)\n` +
-        `    throw new Error('a stray fault')\n` +
-        `  }, 10)\n` +
-        `}\n`,
-    )
-    const run = await runScript('start', { DATA_DIR: join(folder, 'data'), EXTENSIONS_DIR: join(folder, 'extensions'), PORT: '0' })
-    const postgresPid = Number(/postgres pid (\d+)/.exec(run.stdout)?.[1])
     const running = (pid: number) => {
       try {
         process.kill(pid, 0)
@@ -79,12 +59,42 @@ describe('bun run start without DATABASE_URL', () => {
         return false
       }
     }
-    const found = { code: run.code, stderr: run.stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: postgresPid > 0 && running(postgresPid) }
-    if (found.postgresRunning) process.kill(postgresPid, 'SIGQUIT')
-    await rm(folder, { recursive: true, force: true })
-    expect(postgresPid).toBeGreaterThan(0)
-    expect(found).toEqual({ code: 1, stderr: 'vitrine: could not start: a stray fault', pidFileLeft: false, postgresRunning: false })
-  }, 120_000)
+    // The fault must land while the cluster runs. Once (in one CI run of 516 tests, not reproduced since) the start
+    // ended within 140 ms, before any cluster ran: such a run is said, with its output, and made again (at most 3).
+    for (let attempt = 1; ; attempt++) {
+      // A data folder of its own: its first start (initdb, migrations, the demo) leaves time between the cluster's start and serving.
+      const folder = await mkdtemp(join(tmpdir(), 'vitrine-stray-embedded-'))
+      await chmod(folder, 0o755)
+      const pidFile = join(folder, 'data', 'postgres', 'postmaster.pid')
+      await Bun.write(
+        join(folder, 'extensions', 'throws-once-postgres-runs.ts'),
+        `import { existsSync, readFileSync } from 'node:fs'\n` +
+          `export default () => {\n` +
+          `  const poll = setInterval(() => {\n` +
+          // initdb's single-user phases write a negative pid: wait for the server's own.
+          `    const pid = existsSync(${JSON.stringify(pidFile)}) ? Number(readFileSync(${JSON.stringify(pidFile)}, 'utf8').split('\\n')[0]) : 0\n` +
+          `    if (!(pid > 0)) return\n` +
+          `    clearInterval(poll)\n` +
+          `    console.log('postgres pid ' + pid)\n` +
+          `    throw new Error('a stray fault')\n` +
+          `  }, 10)\n` +
+          `}\n`,
+      )
+      const started = performance.now()
+      const run = await runScript('start', { DATA_DIR: join(folder, 'data'), EXTENSIONS_DIR: join(folder, 'extensions'), PORT: '0' })
+      const postgresPid = Number(/postgres pid (\d+)/.exec(run.stdout)?.[1])
+      const found = { code: run.code, stderr: run.stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: postgresPid > 0 && running(postgresPid) }
+      if (found.postgresRunning) process.kill(postgresPid, 'SIGQUIT')
+      await rm(folder, { recursive: true, force: true })
+      if (!(postgresPid > 0) && attempt < 3) {
+        console.log(`the start ended after ${Math.round(performance.now() - started)} ms before its cluster ran (attempt ${attempt}): code ${run.code}, stderr ${JSON.stringify(run.stderr)}, stdout ${JSON.stringify(run.stdout.slice(-2000))}`)
+        continue
+      }
+      expect(found).toEqual({ code: 1, stderr: 'vitrine: could not start: a stray fault', pidFileLeft: false, postgresRunning: false })
+      expect(postgresPid).toBeGreaterThan(0)
+      return
+    }
+  }, 180_000)
 
   test('an embedded PostgreSQL that cannot start: one line, and the exit does not wait for a stop of what has exited', async () => {
     // A cluster folder with a version and nothing else: the server exits at once.
