@@ -146,7 +146,8 @@ describe('C51: what is purged', () => {
       await waitFor(`${expected.join(' ')} purged`, () => expected.every((key) => at.requests.slice(before).some((request) => request.headers.xkey.split(' ').includes(key))))
       return at.requests.slice(before).flatMap((request) => request.headers.xkey.split(' '))
     }
-    expect(await purgedAfter(() => db.sql`update entry_translations set title = 'Keys' where entry_id = ${entry}`, [`entry-${entry}`])).toEqual([`lists-post`, `entry-${entry}`])
+    // The early lists purge and the batch may both carry lists-post (C51 allows it): the keys, not one interleaving of them.
+    expect(new Set(await purgedAfter(() => db.sql`update entry_translations set title = 'Keys' where entry_id = ${entry}`, [`entry-${entry}`]))).toEqual(new Set([`lists-post`, `entry-${entry}`]))
     const renamed = await purgedAfter(() => db.sql`update terms set name = 'Bun 2' where id = ${term}`, [`entry-${entry}`, 'taxonomies'])
     expect(renamed).toEqual(expect.arrayContaining(['languages', 'content-types', 'taxonomies', 'lists-post', `entry-${entry}`]))
     expect(renamed).not.toContain('vitrine')
