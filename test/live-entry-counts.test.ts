@@ -294,11 +294,14 @@ const searchDrift = async () => [
 const WORDS = ['alpha', 'alps', 'beta', 'betamax', 'gamma', 'delta', 'the', 'Alpha-beta']
 const LANGUAGES = ['en', 'fr']
 
-/** Some words of WORDS, or null; as SQL text (the test's own words). */
+/** 130 distinct words besides WORDS: a text holding them is a long document, found through the GIN index instead of postings. */
+const LONG_TEXT = Array.from({ length: 130 }, (_, i) => `filler${i}x`).join(' ')
+
+/** Some words of WORDS, or null, now and then in a long text; as SQL text (the test's own words). */
 function someText(rng: ReturnType<typeof random>, most: number): string {
   if (rng.next() < 0.15) return 'null'
   const words = Array.from({ length: 1 + Math.floor(rng.next() * most) }, () => rng.pick(WORDS))
-  return `'${words.join(' ')}'`
+  return `'${words.join(' ')}${rng.next() < 0.2 ? ` ${LONG_TEXT}` : ''}'`
 }
 
 /**
@@ -428,6 +431,8 @@ describe('C55: search documents (sql/search-structure.md)', () => {
       )
       expect([round, await searchDrift()]).toEqual([round, []])
       expect((await db.sql`select count(*)::int as n from search_documents`)[0].n).toBeGreaterThan(15)
+      // Long documents (no postings) and short ones (postings) both.
+      expect((await db.sql`select count(distinct posted)::int as n from search_documents`)[0].n).toBe(2)
       // Entries about to go live would go live between an answer and its oracle: compared once they have.
       await waitFor('every near-future entry is live', async () => (await db.sql`select count(*)::int as n from entries where published_at > now() and published_at < now() + interval '2 seconds'`)[0].n === 0)
       for (const lang of LANGUAGES) {

@@ -21,8 +21,8 @@ import { commonTables, entryRows, isLive, isDatedLive, isUndatedLive, listOrder,
  * - `match`: several pairs, or pairs and an author: the entries of the rarest
  *   pair (or of the author, when they are fewer), each checked against the
  *   rest, counted and sorted: the cost of the rarest one's entries.
- * - `search`: the translations that match (the GIN index of search_documents,
- *   whose rows carry what C1 and the type need), each entry's shown
+ * - `search`: the translations that match (search_postings for one word of
+ *   a short document, else the GIN indexes of search_documents), each entry's shown
  *   translation (C14) only, checked against the other filters, ranked,
  *   counted and sorted: the cost of the matches (sql/search-structure.md).
  */
@@ -303,11 +303,13 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
  * The live translations of the type, in the selected language or in the
  * fallback one (only when it is another), that match the search, with their
  * rank: `{side}_search` (the queries), `{side}_hits` (entry id, publication
- * time, author, rank), read once by the candidates. Found through the GIN index of search_documents, each
- * row saying itself whether its entry is live and of the type: no lookup per
- * match. A search of one word (as typed: C55) whose queries have at most one
- * lexeme each reads search_postings' ranges instead (index-only), the choice
- * made at run time from the queries (sql/search-structure.md).
+ * time, author, rank), read once by the candidates. Found through the GIN
+ * indexes of search_documents, whose entry's guard (one narrow row per entry)
+ * says whether it is live and of the type. A search of one word (as typed:
+ * C55) whose queries have at most one lexeme each reads the short documents'
+ * matches from search_postings' ranges instead (index-only, the entry's state
+ * on each posting), the choice made at run time from the queries; long
+ * documents have no postings (sql/search-structure.md).
  */
 function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): PendingQuery<Row[]> {
   const language = side === 'selected' ? sql`(select selected from language)` : sql`(select fallback from language)`
@@ -319,19 +321,29 @@ function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): Pe
   const other = side === 'fallback' ? sql`and (select selected from language) <> (select fallback from language)` : sql``
   const word = singleWord(text)
   const postings = word === null ? null : postedHits(sql, side, language, word, withPrefix, other)
+  // The matching documents of one GIN index (`posted` or not: each has its own), live and of the
+  // type as their entry's guard says (sql/search-structure.md), ranked from their vectors.
+  const indexedHits = (posted: PendingQuery<Row[]>) => sql`
+    select s.entry_id as id, g.published_at, g.author_id, ${rankOf(sql, sql`s.document`, exact, query, withPrefix)} as rank
+    from search_documents s
+    join entry_guards g on g.entry_id = s.entry_id
+    where ${posted}
+      and s.document @@ ${query}
+      and s.language_code = ${language}
+      and ${liveInType(sql, sql`g`)}
+      ${other}
+  `
   return sql`
     ${searchTable} as (
       select ${queries.exact} as exact, ${queries.query} as query
     ),
     ${postings === null ? sql`` : postings.tables}
-    -- Fenced: the planner would AND the GIN index with another one's bitmap.
+    -- Fenced: the planner would AND the GIN index with another one's bitmap. Long documents (not
+    -- posted) always come from here; short ones only when the postings do not answer the search.
     ${sql(`${side}_indexed`)} as materialized (
-      select s.entry_id as id, s.published_at, s.author_id, ${rankOf(sql, sql`s.document`, exact, query, withPrefix)} as rank
-      from search_documents s
-      where s.document @@ ${query}
-        and s.language_code = ${language}
-        and ${liveInType(sql, sql`s`)}
-        ${other}
+      ${indexedHits(sql`not s.posted`)}
+      union all
+      ${indexedHits(sql`s.posted`)}
         ${postings === null ? sql`` : sql`and not ${postings.chosen}`}
     ),
     -- Not fenced: the postings' rows go straight into the candidates, stored once.
@@ -411,7 +423,7 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
   }
 }
 
-/** C1 on a row of search_documents or search_postings: its entry is live, and of the list's type. */
+/** C1 as a kept row says it (a row of entry_guards or search_postings): its entry is live, and of the list's type. */
 function liveInType(sql: Sql, row: PendingQuery<Row[]>): PendingQuery<Row[]> {
   return sql`${row}.content_type_id = (select id from content_type) and ${row}.published and (${row}.published_at is null or ${row}.published_at <= now())`
 }
@@ -462,10 +474,14 @@ function candidateRows(sql: Sql, start: ListOptions['start'], rows: number, rele
     ) p
     -- One primary-key lookup per row of the page, whatever the planner guesses of the candidates (a
     -- generic plan: a guess of millions made it hash the whole entries table for a page of 21).
+    -- C1 on the entry's own row (C56): whatever a kept row said of it, an entry not live, or moved to
+    -- another type, is never answered.
     cross join lateral (
       select *
       from entries e
       where e.id = p.id
+        and e.content_type_id = (select id from content_type)
+        and ${isLive(sql)}
       offset 0
     ) e
   `

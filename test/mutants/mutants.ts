@@ -42,6 +42,7 @@ const QUOTAS = ['test/quotas.test.ts']
 const EDGE = ['test/edge-purger.test.ts']
 const SEARCH_BOX = ['test/search-box.test.ts']
 const READS = ['test/declared-reads.test.ts']
+const ANY_WRITER = 'test/any-writer.test.ts'
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -832,10 +833,40 @@ export const MUTANTS: Mutant[] = [
     tests: SEARCH_BOX,
   },
   {
-    id: 'search-documents-entries-writer',
-    regression: 'C55/C1/C2: search_documents misses a writer: an update of entries (unpublished, moved to another type) leaves the search finding the entry as before',
-    edits: [{ file: 'sql/migrations/0008_search_documents.sql', find: 'create trigger entries_searched_update after update on entries\n  referencing new table as new_rows\n  for each statement execute function vitrine_entries_searched();\n', replace: '' }],
+    id: 'guard-entries-writer',
+    regression: 'C56/C1/C2: an update of entries (unpublished, moved to another type) never reaches its guard: the search finds the entry as before',
+    edits: [{ file: 'sql/migrations/0010_entry_guards.sql', find: 'create trigger entries_0_guarded_update after update on entries\n  referencing old table as old_rows new table as new_rows\n  for each statement execute function vitrine_entries_guarded();\n', replace: '' }],
+    tests: [COUNTS, ANY_WRITER],
+  },
+  {
+    id: 'guard-rows-lock-only',
+    regression: 'C56: a writer of an entry\'s rows only locks its guard: a repeatable read writer of the entry that took its snapshot before is not refused, and leaves search rows and counts wrong',
+    edits: [{ file: 'sql/migrations/0010_entry_guards.sql', find: '  on conflict (entry_id) do update\n  set writes = entry_guards.writes + 1;\n  return null;', replace: '  on conflict (entry_id) do nothing;\n  perform 1 from entry_guards g where g.entry_id = any (entry_ids) order by g.entry_id for update;\n  return null;' }],
+    tests: [ANY_WRITER],
+  },
+  {
+    id: 'guard-after-readers',
+    regression: 'C56: the guard of entry_terms fires after the triggers that read the entry: a read committed writer of a term reads the entry before waiting for its writer, and counts the term of an entry just unpublished',
+    edits: [{ file: 'sql/migrations/0010_entry_guards.sql', find: "entry_table || '_0_guarded_insert'", replace: "case entry_table when 'entry_terms' then 'zz_guarded_insert' else entry_table || '_0_guarded_insert' end" }],
+    tests: [ANY_WRITER],
+  },
+  {
+    id: 'postings-guard-writer',
+    regression: 'C55/C1/C2: search_postings do not follow their entry\'s guard: a short entry unpublished is still found by a one-word search',
+    edits: [{ file: 'sql/migrations/0011_lean_search.sql', find: 'create trigger entry_guards_posted_update after update on entry_guards\n  referencing old table as old_rows new table as new_rows\n  for each statement execute function vitrine_entry_guards_posted();\n', replace: '' }],
+    tests: [COUNTS, ANY_WRITER],
+  },
+  {
+    id: 'search-long-documents-missed',
+    regression: 'C42/C55: a one-word search reads the postings alone: long documents, which have none, are never found by it',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: '      ${indexedHits(sql`not s.posted`)}\n      union all\n', replace: '' }],
     tests: [COUNTS],
+  },
+  {
+    id: 'search-own-row',
+    regression: 'C56/C1: a search page trusts the kept rows: an entry whose kept row says live (a drift) is answered though it is a draft',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: '      where e.id = p.id\n        and e.content_type_id = (select id from content_type)\n        and ${isLive(sql)}\n      offset 0', replace: '      where e.id = p.id\n      offset 0' }],
+    tests: [ANY_WRITER],
   },
   {
     id: 'search-documents-translation-update',
