@@ -2,7 +2,7 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { connectDatabase, type Sql } from '../src/db/connect'
 import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
-import { addContentType, addEntry, clearContent } from './support/fixtures'
+import { addContentType, addEntry, clearContent, writeUnheard } from './support/fixtures'
 import { random } from './support/random'
 import { waitFor } from './support/wait'
 
@@ -222,9 +222,8 @@ describe('C18: kept live entry counts (sql/live-entry-counts.md)', () => {
     for (let i = 0; i < 3; i++) await addEntry(db.sql)
     await api.liveCounts!.check()
     expect((await api.get('/api/v1/content/post')).body.meta.total).toBe(3)
-    // What logical replication apply does: ordinary triggers do not fire.
-    await db.sql.begin(async (tx) => {
-      await tx`set local session_replication_role = replica`
+    // Triggers off (a restore without them): nothing is heard.
+    await writeUnheard(db.sql, async (tx) => {
       await tx`insert into entries (content_type_id, status, published_at) select id, 'published', now() - interval '1 minute' from content_types, generate_series(1, 2) where slug = 'post'`
     })
     const [{ id: postId }] = await db.sql`select id from content_types where slug = 'post'`
@@ -251,8 +250,7 @@ describe('C18: kept live entry counts (sql/live-entry-counts.md)', () => {
     for (let i = 0; i < 2; i++) await addEntry(db.sql, { publishedAt: null })
     await api.liveCounts!.check()
     const [{ id: postId }] = await db.sql`select id from content_types where slug = 'post'`
-    await db.sql.begin(async (tx) => {
-      await tx`set local session_replication_role = replica`
+    await writeUnheard(db.sql, async (tx) => {
       await tx`update entries set published_at = null where id = (select max(id) from entries where published_at is not null)`
     })
     expect(await drift()).toEqual([
@@ -468,8 +466,7 @@ describe('C55: search documents (sql/search-structure.md)', () => {
     await db.sql`truncate entries cascade`
     expect((await db.sql`select count(*)::int as n from search_documents`)[0].n).toBe(0)
     const kept = await addEntry(db.sql, { translations: { en: { title: 'Alpha', slug: 'a' } } })
-    await db.sql.begin(async (tx) => {
-      await tx`set local session_replication_role = replica`
+    await writeUnheard(db.sql, async (tx) => {
       await tx`update entry_translations set title = 'Delta' where entry_id = ${kept}`
     })
     expect(await searchDrift()).toEqual([{ entry_id: kept, language_code: 'en', kept: true, computed: true }])

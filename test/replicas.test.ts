@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../src/config'
 import { NotifiedPositions } from '../src/db/notified-positions'
 import { createLogger } from '../src/log'
 import { createTestDatabase } from './support/database'
-import { addEntry, addLanguage } from './support/fixtures'
+import { addEntry, addLanguage, writeUnheard } from './support/fixtures'
 import { replicatedTestApp, type ReplicatedTestApp } from './support/replicated-app'
 import { startService } from './support/service'
 import { startStandby } from './support/standby'
@@ -184,10 +184,7 @@ describe('C50: read replicas', () => {
       await standby.pauseReplay()
       try {
         // A write no trigger sees (no notification): only the paused replica still shows the old title.
-        await db.sql.begin(async (transaction) => {
-          await transaction`set local session_replication_role = replica`
-          await transaction`update entry_translations set title = 'Unnotified' where entry_id = ${entryId}`
-        })
+        await writeUnheard(db.sql, (tx) => tx`update entry_translations set title = 'Unnotified' where entry_id = ${entryId}`)
         expect(await db.sql`select 1 from entry_translations where entry_id = ${entryId} and title = 'Unnotified'`).toHaveLength(1)
         await waitFor('a worker answers from the replica', async () => (await title()) === before)
         expect(await (await fetch(`${service.url}/readyz`)).json()).toEqual({ status: 'ready', replicas: [{ name: REPLICA, serving: true }] })

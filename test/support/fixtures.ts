@@ -122,3 +122,21 @@ export async function setDefaultLanguage(sql: Sql, code: string): Promise<void> 
 export async function clearContent(sql: Sql): Promise<void> {
   await sql`truncate entries, authors, media, taxonomies restart identity cascade`
 }
+
+/** The data model's tables: what a writer writes, and what the service's triggers hear. */
+export const CONTENT_TABLES = ['languages', 'content_types', 'authors', 'media', 'media_variants', 'entries', 'entry_translations', 'taxonomies', 'terms', 'entry_terms', 'custom_fields', 'field_values'] as const
+
+/**
+ * A write no trigger of the service hears (as a restore without triggers, or triggers disabled by
+ * hand, would make it): the kept structures drift. Every trigger is left as it was found (an
+ * `enable trigger user` would enable the replica and always triggers for ordinary writers instead).
+ * @example await writeUnheard(db.sql, (tx) => tx`delete from entries`)
+ */
+export async function writeUnheard(sql: Sql, write: (tx: Sql) => Promise<unknown>): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`set local session_replication_role = replica`
+    for (const table of CONTENT_TABLES) await tx.unsafe(`alter table ${table} disable trigger vitrine_replicated`)
+    await write(tx as unknown as Sql)
+    for (const table of CONTENT_TABLES) await tx.unsafe(`alter table ${table} enable replica trigger vitrine_replicated`)
+  })
+}

@@ -136,6 +136,51 @@ as $$
     or c.term_id is null
 $$;
 
+-- The service's triggers whose state is not what keeps the structures right: disabled (`alter table
+-- … disable trigger`), or enabled for the wrong writers (`enable trigger all` after a bulk load makes
+-- every trigger fire for ordinary writers only: the replica row triggers then do nothing, 0012, and
+-- the triggers of the service's own tables and TRUNCATE no longer fire for the apply worker).
+-- `expected`: O (ordinary writers), R (replicas only), A (always).
+create function vitrine_trigger_drift()
+returns table (table_name text, trigger_name text, enabled text, expected text)
+language sql
+stable
+set search_path from current
+as $$
+  select c.relname::text, t.tgname::text, t.tgenabled::text, x.expected
+  from pg_trigger t
+  join pg_class c on c.oid = t.tgrelid
+  cross join lateral (
+    select case
+      when t.tgname = 'vitrine_replicated' then 'R'
+      when c.relname in ('entry_guards', 'search_documents', 'live_filter_count_deltas') then 'A'
+      -- TRUNCATE is bit 5 of tgtype.
+      when t.tgtype & 32 <> 0 then 'A'
+      else 'O'
+    end as expected
+  ) x
+  where not t.tgisinternal
+    and c.relnamespace = (select oid from pg_namespace where nspname = current_schema())
+    and t.tgfoid in (select p.oid from pg_proc p where p.proname like 'vitrine\_%')
+    and t.tgenabled::text <> x.expected
+$$;
+
+-- Puts every trigger of vitrine_trigger_drift() back in the state it expects.
+create function vitrine_repair_triggers() returns void
+language plpgsql
+set search_path from current
+as $$
+declare
+  found record;
+begin
+  for found in select * from vitrine_trigger_drift() loop
+    execute format('alter table %I enable %s trigger %I', found.table_name, case found.expected when 'R' then 'replica' when 'A' then 'always' else '' end, found.trigger_name);
+  end loop;
+end
+$$;
+
+revoke execute on function vitrine_repair_triggers() from public;
+
 -- Every kept structure's drift, as the service reports it: one row per structure with the number of
 -- rows that disagree (0 when it agrees). The structures kept per entry (guards, search documents and
 -- postings) are checked for the entries first_entry..last_entry (null: every entry); the counts and
@@ -146,6 +191,8 @@ language sql
 stable
 set search_path from current
 as $$
+  select 'triggers', count(*) from vitrine_trigger_drift()
+  union all
   select 'live_entry_counts', count(*) from vitrine_live_entry_count_drift()
   union all
   select 'filter_counts', count(*) from vitrine_live_filter_count_drift()
