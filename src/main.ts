@@ -6,6 +6,7 @@ import { ContentCache } from './cache/content-cache'
 import { startEdgePurge } from './edge/edge-purger'
 import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
+import { KeptDriftCheck } from './content/kept-drift-check'
 import { runCommand } from './cli/run'
 import { loadConfig } from './config'
 import { openReadPool } from './db/connect'
@@ -39,6 +40,7 @@ runCommand(async (onFailure) => {
   let events: EventFeed | undefined
   let replicas: ReadReplicas | undefined
   let liveCounts: LiveCountCheck | undefined
+  let keptDrift: KeptDriftCheck | undefined
   let edge: ReturnType<typeof startEdgePurge> | undefined
   let listening: ReturnType<typeof listen>
   let metrics: ReturnType<typeof listenForMetrics>
@@ -71,6 +73,9 @@ runCommand(async (onFailure) => {
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
     liveCounts = new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) }))
     liveCounts.start(settings.liveCountCheckSeconds * 1000)
+    // C56: every other kept structure, reported; answers check C1 on each entry's own row whatever it holds.
+    keptDrift = new KeptDriftCheck(sql, log)
+    keptDrift.start(settings.liveCountCheckSeconds * 1000)
     // C53: a worker's metrics are scraped through its supervisor, which holds METRICS_PORT.
     if (settings.isWorker && settings.metricsPort !== undefined) answerScrapes(() => registry.snapshot())
     metrics = settings.isWorker ? undefined : listenForMetrics(settings, log, () => registry.snapshot())
@@ -80,6 +85,7 @@ runCommand(async (onFailure) => {
     events?.close()
     void metrics?.stop(true)
     liveCounts?.stop()
+    keptDrift?.stop()
     await edge?.stop()
     await listener?.stop()
     await replicas?.stop()
@@ -116,6 +122,7 @@ runCommand(async (onFailure) => {
       await server.stop(true)
     }
     liveCounts?.stop()
+    keptDrift?.stop()
     // The purge duty goes first: another instance takes it over (and purges everything) while this one stops.
     await edge?.stop()
     await listener?.stop()

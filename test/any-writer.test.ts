@@ -2,7 +2,11 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { connectDatabase, type Sql } from '../src/db/connect'
 import { testApp, type TestApp } from './support/app'
 import { createTestDatabase } from './support/database'
-import { addAuthor, addContentType, addEntry, addLanguage, addTerm, clearContent } from './support/fixtures'
+import { addAuthor, addContentType, addEntry, addLanguage, addTerm, clearContent, writeUnheard } from './support/fixtures'
+import { runScript } from './support/service'
+import { KeptDriftCheck } from '../src/content/kept-drift-check'
+import { createLogger } from '../src/log'
+import { recordMetrics, registry } from '../src/metrics/families'
 
 /**
  * C56: every kept structure is exact whoever writes: a READ COMMITTED,
@@ -228,5 +232,54 @@ describe('C56: whatever a kept structure holds, no answer shows an entry that is
       const found = await api.get(`/api/v1/content/post?order=date&search=${encodeURIComponent(search)}`)
       expect([search, found.status, found.body.data.map((item: any) => item.id)]).toEqual([search, 200, [s.entry]])
     }
+  })
+})
+
+describe('C56: drift found on a timer, reported, and repaired by `bun run repair`', () => {
+  test('writes no trigger heard and a trigger disabled: each structure is reported (metric and one warning naming the repair); the repair makes all exact, and answers right', async () => {
+    const s = await scene()
+    await addEntry(db.sql, { termIds: [s.term], translations: { en: { title: 'alpha three', slug: 'three' } } })
+    await writeUnheard(db.sql, async (tx) => {
+      await tx`update entries set status = 'draft' where id = ${s.entry}`
+      await tx`update entry_translations set title = 'gamma' where entry_id = ${s.draft}`
+      await tx`insert into entry_terms (entry_id, term_id) values (${s.draft}, ${s.term})`
+      await tx`update entries set status = 'published' where id = ${s.draft}`
+      await tx`insert into entries (content_type_id, status) values (${s.page}, 'published')`
+    })
+    // The term lists follow the kept counts; lost on their own, they drift too.
+    await db.sql`delete from term_list_carried`
+    await db.sql`alter table field_values disable trigger field_values_0_guarded_insert`
+    const drifted = Object.fromEntries((await db.sql<{ structure: string; drifted: number }[]>`select structure, drifted::int from vitrine_kept_drift()`).map((row) => [row.structure, row.drifted]))
+    expect(Object.keys(drifted).filter((structure) => drifted[structure]! > 0).sort()).toEqual(['entry_guards', 'filter_counts', 'live_entry_counts', 'search_documents', 'term_lists', 'triggers'])
+    // The service's check, as it runs on its timer.
+    const logs: string[] = []
+    const check = new KeptDriftCheck(api.sql, createLogger('info', (line) => logs.push(line)))
+    recordMetrics(true)
+    try {
+      await check.check()
+      await check.check()
+      expect(check.drifted()).toMatchObject({ triggers: 1, entry_guards: 2, search_documents: 1 })
+      const warnings = logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'warn')
+      expect(warnings.map((line) => line.structure).sort()).toEqual(['entry_guards', 'search_documents', 'term_lists', 'triggers'])
+      expect(warnings.every((line) => line.msg.includes('bun run repair'))).toBe(true)
+      const exposition = registry.snapshot().find((family) => family.name === 'vitrine_kept_drift')!
+      expect(exposition.series.find((series) => series.labels[0] === 'search_documents')!.value).toBe(1)
+    } finally {
+      recordMetrics(false)
+    }
+    // The draft published with no trigger hearing it is not found, though the base tables say it is live: the repair finds it.
+    const checked = await runScript('repair', { DATABASE_URL: db.url }, ['--check'])
+    expect(checked.code).toBe(1)
+    expect(checked.stdout).toContain('search_documents: 1 rows drifted')
+    const repaired = await runScript('repair', { DATABASE_URL: db.url })
+    expect([repaired.code, repaired.stderr]).toEqual([0, ''])
+    expect(repaired.stdout).toContain('Repaired: ')
+    expect(await keptDrift()).toEqual([])
+    expect(repaired.stdout).not.toContain('drifted')
+    const { answered, computed } = await answers(s)
+    expect(answered).toEqual(computed)
+    await check.check()
+    await check.check()
+    expect(Object.values(check.drifted())).toEqual([0, 0, 0, 0, 0])
   })
 })

@@ -283,8 +283,9 @@ describe('C18: kept live entry counts (sql/live-entry-counts.md)', () => {
   })
 })
 
-/** C55: where search_documents and a fresh computation from the base tables disagree: [] when they agree. */
+/** C55/C56: where the entry guards, search_documents and search_postings and a fresh computation from the base tables disagree: [] when they agree. */
 const searchDrift = async () => [
+  ...(await db.sql`select * from vitrine_entry_guard_drift() order by entry_id`),
   ...(await db.sql`select * from vitrine_search_document_drift() order by entry_id, language_code`),
   ...(await db.sql`select * from vitrine_search_posting_drift() order by entry_id, language_code, lexeme`),
 ]
@@ -340,9 +341,15 @@ async function randomSearchWrite(writer: Sql, rng: ReturnType<typeof random>): P
       })
   } else if (kind < 0.12) {
     await copyTranslations(writer, rng)
-  } else if (kind < 0.25) {
-    await writer.begin(async (tx) => {
-      for (let i = 0; i < 3; i++) await tx.unsafe(rng.pick(statements))
+  } else if (kind < 0.45) {
+    // C56: at any isolation level, the snapshot taken a moment before the writes (others commit meanwhile).
+    const isolation = rng.pick(['read committed', 'repeatable read', 'serializable'])
+    const writes = Array.from({ length: 1 + Math.floor(rng.next() * 3) }, () => rng.pick(statements))
+    const pause = Math.floor(rng.next() * 5)
+    await writer.begin(`isolation level ${isolation}`, async (tx) => {
+      await tx`select 1`
+      await Bun.sleep(pause)
+      for (const write of writes) await tx.unsafe(write)
     })
   } else {
     await writer.unsafe(rng.pick(statements))
@@ -405,7 +412,7 @@ async function searchedFromBaseTables(search: string, lang: string, order: 'rele
 }
 
 describe('C55: search documents (sql/search-structure.md)', () => {
-  test('C55/C42/C14: under random concurrent writes of entries and translations, COPY and rollbacks, search_documents equals a fresh computation and searches answer as the base tables say', async () => {
+  test('C55/C42/C14/C56: under random concurrent writes of entries and translations at random isolation levels, COPY and rollbacks, search_documents equals a fresh computation and searches answer as the base tables say', async () => {
     for (const type of TYPES) await addContentType(db.sql, type)
     await db.sql`insert into languages (code, name) values ('fr', 'Français') on conflict do nothing`
     await db.sql`insert into authors (name) values ('Ada'), ('Grace')`

@@ -205,3 +205,84 @@ as $$
   union all
   select 'search_postings', count(*) from vitrine_search_posting_drift(first_entry, last_entry)
 $$;
+
+-- Makes the rows kept per entry (guards, search documents and postings) of the entries
+-- first_entry..last_entry exact again; returns the number of rows it rewrote. Every guard of the
+-- slice is updated first: writers of those entries wait for this transaction (a slice, not the
+-- whole table), and read what it wrote. The postings follow their guards and documents (their
+-- triggers); what remains is written directly. Run a slice at a time by `bun run repair`.
+create function vitrine_repair_entries(first_entry bigint, last_entry bigint) returns bigint
+language plpgsql
+security definer
+set search_path from current
+as $$
+declare
+  rewritten bigint := 0;
+  n bigint;
+begin
+  insert into entry_guards (entry_id, content_type_id, published, published_at, author_id)
+  select e.id, e.content_type_id, e.status = 'published', e.published_at, e.author_id
+  from entries e
+  where e.id between first_entry and last_entry
+  order by e.id
+  on conflict (entry_id) do update
+  set content_type_id = excluded.content_type_id,
+    published = excluded.published,
+    published_at = excluded.published_at,
+    author_id = excluded.author_id,
+    writes = entry_guards.writes + 1;
+  delete from entry_guards g
+  where g.entry_id between first_entry and last_entry
+    and not exists (select 1 from entries e where e.id = g.entry_id);
+  with drifted as materialized (
+    select d.entry_id, d.language_code, d.kept, d.computed
+    from vitrine_search_document_drift(first_entry, last_entry) d
+  ),
+  gone as (
+    delete from search_documents s
+    using drifted d
+    where s.entry_id = d.entry_id
+      and s.language_code = d.language_code
+      and not d.computed
+    returning 1
+  ),
+  changed as (
+    update search_documents s
+    set document = r.document
+    from drifted d
+    join search_document_rows r on r.entry_id = d.entry_id and r.language_code = d.language_code
+    where s.entry_id = d.entry_id
+      and s.language_code = d.language_code
+      and d.kept
+    returning 1
+  ),
+  made as (
+    insert into search_documents (entry_id, language_code, document)
+    select r.entry_id, r.language_code, r.document
+    from drifted d
+    join search_document_rows r on r.entry_id = d.entry_id and r.language_code = d.language_code
+    where not d.kept
+    returning 1
+  )
+  select (select count(*) from gone) + (select count(*) from changed) + (select count(*) from made) into n;
+  rewritten := rewritten + n;
+  -- Postings left wrong beside right documents: the wrong ones go, then the missing ones come.
+  delete from search_postings p
+  using vitrine_search_posting_drift(first_entry, last_entry) d
+  where d.kept
+    and p.language_code = d.language_code
+    and p.lexeme = d.lexeme
+    and p.entry_id = d.entry_id;
+  get diagnostics n = row_count;
+  rewritten := rewritten + n;
+  insert into search_postings
+  select c.*
+  from search_document_postings c
+  where c.entry_id between first_entry and last_entry
+    and not exists (select 1 from search_postings p where p.language_code = c.language_code and p.lexeme = c.lexeme and p.entry_id = c.entry_id);
+  get diagnostics n = row_count;
+  return rewritten + n;
+end
+$$;
+
+revoke execute on function vitrine_repair_entries(bigint, bigint) from public;

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/connect'
 import type { Logger } from '../log'
+import { recordKeptDrift } from '../metrics/families'
 
 /** A content type whose kept count of live entries, dated or undated, disagrees with count(*). */
 export interface CountDrift {
@@ -89,6 +90,9 @@ export class LiveCountCheck {
       this.log[unreachable ? 'debug' : 'warn']('could not compare the kept live entry counts with count(*): the next check tries again', { error })
       return
     }
+    // C56: reported with the other kept structures (kept-drift-check.ts).
+    recordKeptDrift('live_entry_counts', rows.filter((row) => row.filter === undefined).length)
+    recordKeptDrift('filter_counts', rows.filter((row) => row.filter !== undefined).length)
     const found = new Map<string, CountDrift[]>()
     for (const row of rows) found.set(row.type, [...(found.get(row.type) ?? []), row])
     const changed: number[] = []

@@ -47,6 +47,7 @@ const purgePendingKeys = registry.gauge({ name: 'vitrine_purge_pending_keys', he
 const rateLimited = registry.counter({ name: 'vitrine_rate_limited_total', help: 'Requests answered 429 by a quota (C52), by policy.', labelNames: ['policy'] })
 const replicaLag = registry.gauge({ name: 'vitrine_replica_lag_seconds', help: 'How far a replica is behind the last notified change, at its last check (C50).', labelNames: ['replica'], merge: 'max' })
 const replicaInRotation = registry.gauge({ name: 'vitrine_replica_in_rotation', help: '1 while a replica serves reads (C50); its label is its index in DATABASE_READ_URLS.', labelNames: ['replica'], merge: 'min' })
+const keptDrift = registry.gauge({ name: 'vitrine_kept_drift', help: 'Rows of a structure the service keeps beside the data model that disagree with the base tables, at its last check (C56; 0: exact). Per structure: triggers, live_entry_counts, filter_counts, term_lists, entry_guards, search_documents, search_postings.', labelNames: ['structure'], merge: 'max' })
 const residentMemory = registry.gauge({ name: 'process_resident_memory_bytes', help: 'Resident memory of the service\'s processes, in bytes.' })
 const cpuSeconds = registry.counter({ name: 'process_cpu_seconds_total', help: 'CPU time of the service\'s processes, user and system, in seconds.' })
 const startTime = registry.gauge({ name: 'process_start_time_seconds', help: 'Start of the service\'s oldest process, in seconds since the Unix epoch.', merge: 'min' })
@@ -203,4 +204,12 @@ export function recordReplica(index: number, lagSeconds: number | null, inRotati
   if (!recording) return
   if (lagSeconds !== null) replicaLag.set([String(index)], lagSeconds)
   replicaInRotation.set([String(index)], inRotation ? 1 : 0)
+}
+
+/**
+ * A check of a kept structure (C56): the rows that disagree with the base tables, 0 when it agrees.
+ * @example recordKeptDrift('search_postings', 0)
+ */
+export function recordKeptDrift(structure: string, rows: number): void {
+  if (recording) keptDrift.set([structure], rows)
 }

@@ -72,8 +72,8 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
 }
 
 /** Runs a `bun run …` script to its end. */
-export async function runScript(script: string, env: Record<string, string>) {
-  const child = Bun.spawn(['bun', 'run', '--silent', script], { cwd: ROOT, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+export async function runScript(script: string, env: Record<string, string>, args: string[] = []) {
+  const child = Bun.spawn(['bun', 'run', '--silent', script, ...args], { cwd: ROOT, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   return { stdout, stderr, code }
 }
