@@ -19,7 +19,7 @@
  * vector and index.
  *
  * BENCH_ARTICLES (default 10000), BENCH_ROUNDS (default 1: the three
- * databases are made anew each round). DATABASE_URL: the server (default
+ * databases are made anew each round), BENCH_ARTICLES_KEEP=1 (keep them). DATABASE_URL: the server (default
  * postgres://postgres@127.0.0.1:5432/postgres); only `vitrine_bench_articles_*`
  * databases are made or dropped there. Writes bench/articles-last-run.md.
  */
@@ -156,7 +156,7 @@ async function searchBytes(sql: Sql, kind: Kind): Promise<{ search: number; guar
   }
   const [row] = await sql<{ search: number; guards: number }[]>`
     select (pg_total_relation_size('search_documents') + pg_total_relation_size('search_postings'))::float8 as search,
-      pg_total_relation_size('entry_guards')::float8 as guards
+      coalesce(pg_total_relation_size(to_regclass('entry_guards')), 0)::float8 as guards
   `
   return row!
 }
@@ -219,6 +219,7 @@ try {
   say(`What search keeps: floor ${(bytes!.floor.search / 2 ** 20).toFixed(1)} MiB (the vectors and their GIN index), service ${(bytes!.service.search / 2 ** 20).toFixed(1)} MiB (search_documents and search_postings): ${sizeRatio.toFixed(2)}× the floor (≤ 1.5×: ${sizeRatio <= 1.5 ? 'met' : 'missed'}); and the entry guards (C56) ${(bytes!.service.guards / 2 ** 20).toFixed(1)} MiB.`)
   await writeFile(join(import.meta.dir, 'articles-last-run.md'), `${lines.join('\n')}\n`)
 } finally {
-  for (const kind of KINDS) await admin.unsafe(`drop database if exists vitrine_bench_articles_${kind} with (force)`).catch(() => {})
+  // BENCH_ARTICLES_KEEP=1 keeps the three databases as the last step left them: to explain a step's triggers.
+  if (process.env.BENCH_ARTICLES_KEEP !== '1') for (const kind of KINDS) await admin.unsafe(`drop database if exists vitrine_bench_articles_${kind} with (force)`).catch(() => {})
   await admin.end()
 }

@@ -1,47 +1,21 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { chmod, copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { connectDatabase, type Sql } from '../src/db/connect'
-import { startEmbeddedDatabase, type EmbeddedDatabase } from '../src/db/embedded'
-import { migrate, MIGRATIONS_DIR } from '../src/db/migrate'
+import { testApp } from './support/app'
 import { cachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
 import { eventTestApp } from './support/event-stream'
-import { CONTENT_TABLES } from './support/fixtures'
-import { waitFor } from './support/wait'
+import { startPublisher } from './support/publisher'
 
 /**
  * C56: content fed to the service's database by PostgreSQL logical
- * replication, from a real publisher: a second cluster (the embedded
- * PostgreSQL's binaries) with wal_level=logical, holding the data model alone
- * as a CMS's own database would, publishing its tables to the test database
- * (docs/logical-replication.md, whose commands these are). The apply worker
- * fires no statement trigger; every write is heard all the same: the cache,
- * the kept structures, sync and events.
+ * replication, from a real publisher (test/support/publisher.ts: a second
+ * cluster with wal_level=logical holding the data model alone, as a CMS's own
+ * database would), set up with the commands of docs/logical-replication.md.
+ * The apply worker fires no statement trigger; every write is heard all the
+ * same: the cache, the kept structures, sync and events.
  */
 const db = await createTestDatabase()
-const publisherDir = await mkdtemp(join(tmpdir(), 'vitrine-publisher-'))
-await chmod(publisherDir, 0o755)
-let publisher: EmbeddedDatabase = await startEmbeddedDatabase({ dataDir: publisherDir, preferredPort: 0 })
-{
-  const admin = connectDatabase(publisher.url, { max: 1 })
-  await admin`alter system set wal_level = logical`
-  await admin`create database cms`
-  await admin.end()
-  await publisher.stop()
-  publisher = await startEmbeddedDatabase({ dataDir: publisherDir, preferredPort: 0 })
-}
-const cmsUrl = Object.assign(new URL(publisher.url), { pathname: '/cms' }).toString()
-const cms = connectDatabase(cmsUrl, { max: 2 })
-await migrate(cms, await dataModelOnly())
-
-/** A folder holding the first migration alone: the data model, without anything of the service. */
-async function dataModelOnly(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'vitrine-data-model-'))
-  for (const file of (await readdir(MIGRATIONS_DIR)).filter((name) => name.startsWith('0001_'))) await copyFile(join(MIGRATIONS_DIR, file), join(dir, file))
-  return dir
-}
+const publisher = await startPublisher()
+const cms = publisher.cms
 
 // Content written before the subscription: the initial copy brings it (translations may arrive before their entries).
 await cms`insert into authors (name) values ('Ada'), ('Grace')`
@@ -55,34 +29,19 @@ await cms`
 `
 await cms`insert into entry_translations (entry_id, language_code, title, slug, body) select id, 'en', 'Alpha ' || id, 'entry-' || id, 'body of entry ' || id from entries`
 await cms`insert into entry_terms (entry_id, term_id) select id, 1 from entries where id % 2 = 0`
-
-// The publication (the CMS's side) and the subscription (the service's): docs/logical-replication.md.
-await cms.unsafe(`create publication vitrine_content for table ${CONTENT_TABLES.join(', ')}`)
-await db.sql`truncate languages, content_types cascade`
-const conninfo = `host=127.0.0.1 port=${new URL(publisher.url).port} dbname=cms user=postgres password=${decodeURIComponent(new URL(publisher.url).password)}`
-await db.sql.unsafe(`create subscription vitrine_feed connection '${conninfo}' publication vitrine_content`)
-await waitFor('the initial copy is done', async () => (await db.sql`select 1 from pg_subscription_rel where srsubstate <> 'r'`).length === 0 && (await db.sql`select 1 from pg_subscription_rel`).length === CONTENT_TABLES.length, 60_000)
+await publisher.subscribe(db.sql)
 
 const api = await cachedTestApp(db.url)
-const uncached = (await import('./support/app')).testApp(db.url)
+const uncached = testApp(db.url)
 afterAll(async () => {
   await api.close()
   await uncached.close()
-  await db.sql.unsafe('drop subscription if exists vitrine_feed').catch(() => {})
-  await cms.end()
+  await publisher.stop(db.sql)
   await db.sql.end()
-  await publisher.stop()
-  await rm(publisherDir, { recursive: true, force: true })
 })
 
-/** Written on the publisher; resolves once the subscriber has applied it (a marker written after it arrives). */
-let marks = 0
-async function applied(write: () => Promise<unknown>): Promise<void> {
-  await write()
-  const mark = `mark-${++marks}`
-  await cms`insert into authors (name) values (${mark})`
-  await waitFor(`the subscriber applies ${mark}`, async () => (await db.sql`select 1 from authors where name = ${mark}`).length === 1, 30_000)
-}
+/** Written on the publisher; resolves once the subscriber has applied it. */
+const applied = (write: () => Promise<unknown>) => publisher.applied(db.sql, write)
 
 const keptDrift = async () => [...(await db.sql<{ structure: string; drifted: number }[]>`select structure, drifted::int from vitrine_kept_drift() where drifted > 0 order by structure`)]
 
