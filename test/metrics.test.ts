@@ -338,7 +338,7 @@ describe('C53: the Grafana dashboard', () => {
     expect(checked.output).toContain(`SUCCESS: ${expressions.length} rules found`)
     expect(checked.code).toBe(0)
     // Every family the dashboard reads is one the service exposes.
-    const families = new Set(['http_server_request_duration_seconds', 'vitrine_cache_requests_total', 'vitrine_cache_bytes', 'vitrine_cache_evictions_total', 'vitrine_db_statement_duration_seconds', 'vitrine_heavy_lane_waiting', 'vitrine_heavy_lane_refused_total', 'vitrine_change_listener_up', 'vitrine_event_subscribers', 'vitrine_hook_duration_seconds', 'vitrine_purge_requests_total', 'vitrine_purge_pending_keys', 'vitrine_rate_limited_total', 'vitrine_replica_lag_seconds', 'vitrine_replica_in_rotation', 'process_resident_memory_bytes', 'process_cpu_seconds_total'])
+    const families = new Set(['http_server_request_duration_seconds', 'vitrine_cache_requests_total', 'vitrine_cache_bytes', 'vitrine_cache_evictions_total', 'vitrine_db_statement_duration_seconds', 'vitrine_heavy_lane_waiting', 'vitrine_heavy_lane_refused_total', 'vitrine_change_listener_up', 'vitrine_event_subscribers', 'vitrine_hook_duration_seconds', 'vitrine_purge_requests_total', 'vitrine_purge_pending_keys', 'vitrine_rate_limited_total', 'vitrine_replica_lag_seconds', 'vitrine_replica_in_rotation', 'vitrine_kept_drift', 'process_resident_memory_bytes', 'process_cpu_seconds_total'])
     for (const expr of expressions) {
       const names = [...expr.matchAll(/\b(?:http|vitrine|process)_\w+/g)].map(([name]) => name).filter((name) => !LABELS.has(name))
       for (const name of names) expect([name, families.has(name.replace(/_(bucket|count|sum)$/, ''))]).toEqual([name, true])

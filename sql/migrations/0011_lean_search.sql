@@ -202,10 +202,12 @@ begin
 end
 $$;
 
--- 4. entry_guards, per statement: an entry's state changed (0010), its postings follow. -----------
--- A guard only bumped by a writer of the entry's rows changes nothing here. Each statement runs only
--- when it has rows: planned for transition tables of unknown size, an empty one still cost a scan.
-create function vitrine_entry_guards_posted() returns trigger
+-- 4. An entry's state changed (0010), its postings follow: in the guard trigger of entries, under --
+-- the guards it has just updated (a trigger on entry_guards itself fired on every touch of a guard
+-- too: 0.4 ms a statement). The statements read the transition tables, whose sizes the planner knows
+-- (a function taking arrays was planned, once generic, as a scan of every posting). Each runs only
+-- when it has rows. The row trigger of replicated entries (0012) does the same for its row.
+create or replace function vitrine_entries_guarded() returns trigger
 language plpgsql
 security definer
 set search_path from current
@@ -215,60 +217,81 @@ declare
   published boolean;
   moved boolean;
 begin
-  -- One pass over the pairs (an exists() of each was planned as a nested loop of old × new: 22 ms
-  -- for 1 000 entries that changed none of these).
-  select coalesce(bool_or(o.published and not n.published), false),
-    coalesce(bool_or(n.published and not o.published), false),
-    coalesce(bool_or(o.published and n.published and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)), false)
-  into unpublished, published, moved
-  from old_rows o
-  join new_rows n using (entry_id);
-  if unpublished then
-    delete from search_postings p
+  if tg_op = 'UPDATE' then
+    insert into entry_guards (entry_id, content_type_id, published, published_at, author_id)
+    select n.id, n.content_type_id, n.status = 'published', n.published_at, n.author_id
+    from new_rows n
+    left join old_rows o on o.id = n.id
+    where (n.content_type_id, n.status, n.published_at, n.author_id) is distinct from (o.content_type_id, o.status, o.published_at, o.author_id)
+    order by n.id
+    on conflict (entry_id) do update
+    set content_type_id = excluded.content_type_id,
+      published = excluded.published,
+      published_at = excluded.published_at,
+      author_id = excluded.author_id,
+      writes = entry_guards.writes + 1;
+    -- An id changed (no row hangs off the entry, or the foreign keys would have refused it).
+    delete from entry_guards g
     using old_rows o
-    join new_rows n on n.entry_id = o.entry_id
-    join search_documents d on d.entry_id = o.entry_id
-    cross join lateral unnest(d.document) u
-    where o.published
-      and not n.published
-      and d.posted
-      and p.language_code = d.language_code
-      and p.lexeme = u.lexeme
-      and p.entry_id = d.entry_id;
-  end if;
-  if published then
-    insert into search_postings
-    select d.language_code, p.lexeme, d.entry_id, n.content_type_id, true, n.published_at, n.author_id, p.score
-    from new_rows n
-    join old_rows o on o.entry_id = n.entry_id
-    join search_documents d on d.entry_id = n.entry_id
-    cross join lateral vitrine_document_postings(d.document) p
-    where n.published
-      and not o.published
-      and d.posted;
-  end if;
-  if moved then
-    update search_postings p
-    set content_type_id = n.content_type_id, published_at = n.published_at, author_id = n.author_id
-    from new_rows n
-    join old_rows o on o.entry_id = n.entry_id
-    join search_documents d on d.entry_id = n.entry_id
-    cross join lateral unnest(d.document) u
-    where o.published
-      and n.published
-      and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)
-      and d.posted
-      and p.language_code = d.language_code
-      and p.lexeme = u.lexeme
-      and p.entry_id = d.entry_id;
+    where g.entry_id = o.id
+      and not exists (select 1 from new_rows n where n.id = o.id);
+    -- One pass over the pairs: which of the three kinds of change there are.
+    select coalesce(bool_or(o.status = 'published' and n.status <> 'published'), false),
+      coalesce(bool_or(n.status = 'published' and o.status <> 'published'), false),
+      coalesce(bool_or(o.status = 'published' and n.status = 'published' and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)), false)
+    into unpublished, published, moved
+    from old_rows o
+    join new_rows n on n.id = o.id;
+    -- Unpublished: the postings go, by key.
+    if unpublished then
+      delete from search_postings p
+      using old_rows o
+      join new_rows n on n.id = o.id
+      join search_documents d on d.entry_id = o.id
+      cross join lateral unnest(d.document) u
+      where o.status = 'published'
+        and n.status <> 'published'
+        and d.posted
+        and p.language_code = d.language_code
+        and p.lexeme = u.lexeme
+        and p.entry_id = d.entry_id;
+    end if;
+    -- Published: they come.
+    if published then
+      insert into search_postings
+      select d.language_code, p.lexeme, d.entry_id, n.content_type_id, true, n.published_at, n.author_id, p.score
+      from new_rows n
+      join old_rows o on o.id = n.id
+      join search_documents d on d.entry_id = n.id
+      cross join lateral vitrine_document_postings(d.document) p
+      where n.status = 'published'
+        and o.status <> 'published'
+        and d.posted;
+    end if;
+    -- Published before and after, another type, date or author: the entry's postings change.
+    if moved then
+      update search_postings p
+      set content_type_id = n.content_type_id, published_at = n.published_at, author_id = n.author_id
+      from new_rows n
+      join old_rows o on o.id = n.id
+      join search_documents d on d.entry_id = n.id
+      cross join lateral unnest(d.document) u
+      where o.status = 'published'
+        and n.status = 'published'
+        and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)
+        and d.posted
+        and p.language_code = d.language_code
+        and p.lexeme = u.lexeme
+        and p.entry_id = d.entry_id;
+    end if;
+  elsif tg_op = 'DELETE' then
+    delete from entry_guards g
+    using old_rows o
+    where g.entry_id = o.id;
   end if;
   return null;
 end
 $$;
-
-create trigger entry_guards_posted_update after update on entry_guards
-  referencing old table as old_rows new table as new_rows
-  for each statement execute function vitrine_entry_guards_posted();
 
 -- 5. Drift and repair. ---------------------------------------------------------------------------
 

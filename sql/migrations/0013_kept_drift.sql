@@ -153,7 +153,7 @@ as $$
   cross join lateral (
     select case
       when t.tgname = 'vitrine_replicated' then 'R'
-      when c.relname in ('entry_guards', 'search_documents', 'live_filter_count_deltas') then 'A'
+      when c.relname in ('search_documents', 'live_filter_count_deltas') then 'A'
       -- TRUNCATE is bit 5 of tgtype.
       when t.tgtype & 32 <> 0 then 'A'
       else 'O'
