@@ -16,6 +16,13 @@ import { startPublisher } from './support/publisher'
 const db = await createTestDatabase()
 const publisher = await startPublisher()
 const cms = publisher.cms
+const opened: { close(): Promise<void> }[] = []
+// Registered before anything can fail: a failed copy must not leave the publisher running.
+afterAll(async () => {
+  for (const app of opened) await app.close()
+  await publisher.stop(db.sql)
+  await db.sql.end()
+})
 
 // Content written before the subscription: the initial copy brings it (translations may arrive before their entries).
 await cms`insert into authors (name) values ('Ada'), ('Grace')`
@@ -33,12 +40,7 @@ await publisher.subscribe(db.sql)
 
 const api = await cachedTestApp(db.url)
 const uncached = testApp(db.url)
-afterAll(async () => {
-  await api.close()
-  await uncached.close()
-  await publisher.stop(db.sql)
-  await db.sql.end()
-})
+opened.push(api, uncached)
 
 /** Written on the publisher; resolves once the subscriber has applied it. */
 const applied = (write: () => Promise<unknown>) => publisher.applied(db.sql, write)

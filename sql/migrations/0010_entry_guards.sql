@@ -83,10 +83,40 @@ begin
 end
 $$;
 
+-- The guards of these entries, updated (made when missing, with the entry's state), in id order.
+-- With `unseen`, an entry this transaction cannot see gets a guard too, as an unpublished one of no
+-- type: under logical replication an entry's rows may come before it, copied by another worker at the
+-- same moment (0012); the guard then orders the two, and the entry's arrival sets its state. A guard
+-- made or changed meanwhile by a writer of the entry keeps that writer's state (only `writes` moves).
+-- Called only by the service's triggers, which run as the owner with the migration's search path: it
+-- needs neither (a function that sets them is entered at ten times the cost, 0.35 ms a call).
+create function vitrine_guard_entries(entry_ids bigint[], unseen boolean default false) returns void
+language plpgsql
+as $$
+begin
+  -- `= any` and a subquery per id: index look-ups whatever the number of ids (a join with the array's
+  -- rows may be planned, once generic, as a scan of every entry).
+  insert into entry_guards (entry_id, content_type_id, published, published_at, author_id)
+  select *
+  from (
+    select e.id, e.content_type_id, e.status = 'published', e.published_at, e.author_id
+    from entries e
+    where e.id = any (entry_ids)
+    union all
+    select i.id, 0, false, null::timestamptz, null::int8
+    from unnest(entry_ids) i(id)
+    where unseen
+      and (select count(*) from entries e where e.id = i.id) = 0
+  ) guarded(entry_id)
+  order by entry_id
+  on conflict (entry_id) do update
+  set writes = entry_guards.writes + 1;
+end
+$$;
+
 -- entry_translations, entry_terms, field_values, per statement: the guards of the entries whose
--- rows were written are updated (made, with the entry's state, when missing), in id order, before
--- any other trigger of the statement reads those entries. Rows of an entry deleted by the same
--- statement's cascade have no entry left to guard.
+-- rows were written, before any other trigger of the statement reads those entries. Rows of an entry
+-- deleted by the same statement's cascade have no entry left to guard.
 create function vitrine_entry_rows_guarded() returns trigger
 language plpgsql
 security definer
@@ -103,18 +133,9 @@ begin
     select array_agg(distinct entry_id) into entry_ids
     from (select entry_id from old_rows union select entry_id from new_rows) written;
   end if;
-  if entry_ids is null then
-    return null;
+  if entry_ids is not null then
+    perform vitrine_guard_entries(entry_ids);
   end if;
-  -- A guard missing is made from the entry as this statement sees it; one made or changed meanwhile
-  -- by a writer of the entry keeps that writer's state (only `writes` moves here).
-  insert into entry_guards (entry_id, content_type_id, published, published_at, author_id)
-  select e.id, e.content_type_id, e.status = 'published', e.published_at, e.author_id
-  from entries e
-  where e.id = any (entry_ids)
-  order by e.id
-  on conflict (entry_id) do update
-  set writes = entry_guards.writes + 1;
   return null;
 end
 $$;
@@ -142,80 +163,6 @@ begin
 end
 $$;
 
--- The share locks of 0004 and 0005 go: the guard, taken first, orders the writers of an entry, and a
--- share lock taken after it deadlocked with a writer of the entry's row waiting for that guard.
-
-create or replace function vitrine_entry_terms_filter_counted() returns trigger
-language plpgsql
-security definer
-set search_path from current
-as $$
-declare
-  changes text;
-  kinds text[];
-  keys bigint[];
-  type_ids bigint[];
-begin
-  if tg_op = 'INSERT' then
-    changes := $changes$
-      select 'term' as kind, n.term_id as key, e.content_type_id, e.published_at as live_from, 1 as delta
-      from new_rows n
-      join entries e on e.id = n.entry_id
-      where e.status = 'published'
-    $changes$;
-  elsif tg_op = 'DELETE' then
-    changes := $changes$
-      select 'term' as kind, o.term_id as key, e.content_type_id, e.published_at as live_from, -1 as delta
-      from old_rows o
-      join entries e on e.id = o.entry_id
-      where e.status = 'published'
-    $changes$;
-  else
-    changes := $changes$
-      select 'term' as kind, o.term_id as key, e.content_type_id, e.published_at as live_from, -1 as delta
-      from old_rows o
-      join entries e on e.id = o.entry_id
-      where e.status = 'published'
-      union all
-      select 'term', n.term_id, e.content_type_id, e.published_at, 1
-      from new_rows n
-      join entries e on e.id = n.entry_id
-      where e.status = 'published'
-    $changes$;
-  end if;
-  execute vitrine_filter_deltas_statement(changes) into kinds, keys, type_ids;
-  if kinds is not null then
-    perform vitrine_fold_live_filter_counts(kinds, keys, type_ids);
-  end if;
-  return null;
-end
-$$;
-
-create or replace function vitrine_entry_rows_logged() returns trigger
-language plpgsql
-security definer
-set search_path from current
-as $$
-declare
-  entry_ids bigint[];
-begin
-  if tg_op = 'INSERT' then
-    select array_agg(distinct entry_id) into entry_ids from new_rows;
-  elsif tg_op = 'DELETE' then
-    select array_agg(distinct entry_id) into entry_ids from old_rows;
-  else
-    select array_agg(distinct entry_id) into entry_ids
-    from (select entry_id from old_rows union select entry_id from new_rows) written;
-  end if;
-  if entry_ids is null then
-    return null;
-  end if;
-  insert into change_log (content_type_id, entry_id)
-  select e.content_type_id, e.id
-  from entries e
-  where e.id = any (entry_ids)
-    and e.status = 'published';
-  perform vitrine_prune_change_log();
-  return null;
-end
-$$;
+-- The share locks that 0004 and 0005 took before reading an entry go (0012 and 0014 restate those
+-- functions without them): the guard, taken first, orders the writers of an entry, and a share lock
+-- taken after it deadlocked with a writer of the entry's row waiting for that guard.

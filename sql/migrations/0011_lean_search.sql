@@ -293,39 +293,7 @@ begin
 end
 $$;
 
--- 5. Drift and repair. ---------------------------------------------------------------------------
-
--- Where search_documents and a fresh computation from entry_translations disagree, now: one row per
--- (entry_id, language_code) missing, extra or different; none when they agree.
-create function vitrine_search_document_drift()
-returns table (entry_id bigint, language_code text, kept boolean, computed boolean)
-language sql
-stable
-set search_path from current
-as $$
-  select coalesce(k.entry_id, c.entry_id), coalesce(k.language_code, c.language_code), k.entry_id is not null, c.entry_id is not null
-  from search_documents k
-  full join search_document_rows c on c.entry_id = k.entry_id and c.language_code = k.language_code
-  where k.entry_id is null
-    or c.entry_id is null
-    or k.document is distinct from c.document
-$$;
-
--- Where search_postings and search_documents with entry_guards disagree (those taken as right).
-create function vitrine_search_posting_drift()
-returns table (language_code text, lexeme text, entry_id bigint, kept boolean, computed boolean)
-language sql
-stable
-set search_path from current
-as $$
-  select coalesce(k.language_code, c.language_code), coalesce(k.lexeme, c.lexeme), coalesce(k.entry_id, c.entry_id), k.entry_id is not null, c.entry_id is not null
-  from search_postings k
-  full join search_document_postings c on c.language_code = k.language_code and c.lexeme = k.lexeme and c.entry_id = k.entry_id
-  where k.entry_id is null
-    or c.entry_id is null
-    or (k.content_type_id, k.published, k.published_at, k.author_id, k.score)
-      is distinct from (c.content_type_id, c.published, c.published_at, c.author_id, c.score)
-$$;
+-- 5. Repair (the drift functions: 0013). -------------------------------------------------------
 
 -- Rebuilds the guards, search_documents and search_postings from the base tables: after writes with
 -- the triggers off. Blocks writers of entries and entry_translations while it runs.

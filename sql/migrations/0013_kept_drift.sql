@@ -38,7 +38,6 @@ as $$
 $$;
 
 -- The documents (0011) of the entries first_entry..last_entry: missing, extra or different.
-drop function vitrine_search_document_drift();
 create function vitrine_search_document_drift(first_entry bigint default null, last_entry bigint default null)
 returns table (entry_id bigint, language_code text, kept boolean, computed boolean)
 language sql
@@ -68,7 +67,6 @@ $$;
 -- the postings of each document's own lexemes that it should not have (a draft's, a long
 -- document's). A posting of a lexeme its document no longer has is found without bounds only (that
 -- reads every posting).
-drop function vitrine_search_posting_drift();
 create function vitrine_search_posting_drift(first_entry bigint default null, last_entry bigint default null)
 returns table (language_code text, lexeme text, entry_id bigint, kept boolean, computed boolean)
 language plpgsql

@@ -36,17 +36,31 @@ const SUBSCRIPTION = 'vitrine_feed'
 export async function startPublisher(): Promise<Publisher> {
   const folder = await mkdtemp(join(tmpdir(), 'vitrine-publisher-'))
   await chmod(folder, 0o755)
-  let cluster: EmbeddedDatabase = await startEmbeddedDatabase({ dataDir: folder, preferredPort: 0 })
-  const admin = connectDatabase(cluster.url, { max: 1 })
-  await admin`alter system set wal_level = logical`
-  await admin`create database cms`
-  await admin.end()
-  await cluster.stop()
-  cluster = await startEmbeddedDatabase({ dataDir: folder, preferredPort: 0 })
+  let cluster: EmbeddedDatabase | undefined
+  let cms: Sql | undefined
+  try {
+    cluster = await startEmbeddedDatabase({ dataDir: folder, preferredPort: 0 })
+    const admin = connectDatabase(cluster.url, { max: 1 })
+    await admin`alter system set wal_level = logical`
+    await admin`create database cms`
+    await admin.end()
+    await cluster.stop()
+    cluster = await startEmbeddedDatabase({ dataDir: folder, preferredPort: 0 })
+    cms = connectDatabase(Object.assign(new URL(cluster.url), { pathname: '/cms' }).toString(), { max: 2 })
+    await migrate(cms, await dataModelOnly())
+    await cms.unsafe(`create publication vitrine_content for table ${CONTENT_TABLES.join(', ')}`)
+  } catch (error) {
+    // Nothing is left running when the publisher cannot be made.
+    await cms?.end()
+    await cluster?.stop()
+    await rm(folder, { recursive: true, force: true })
+    throw error
+  }
+  return publisherOf(cluster, cms, folder)
+}
+
+function publisherOf(cluster: EmbeddedDatabase, cms: Sql, folder: string): Publisher {
   const url = new URL(cluster.url)
-  const cms = connectDatabase(Object.assign(new URL(cluster.url), { pathname: '/cms' }).toString(), { max: 2 })
-  await migrate(cms, await dataModelOnly())
-  await cms.unsafe(`create publication vitrine_content for table ${CONTENT_TABLES.join(', ')}`)
   const conninfo = `host=127.0.0.1 port=${url.port} dbname=cms user=${decodeURIComponent(url.username)} password=${decodeURIComponent(url.password)}`
   let marks = 0
   return {
