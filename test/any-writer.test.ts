@@ -242,14 +242,19 @@ describe('C56: drift found on a timer, reported, and repaired by `bun run repair
   test('writes no trigger heard and a trigger disabled: each structure is reported (metric and one warning naming the repair); the repair makes all exact, and answers right', async () => {
     const s = await scene()
     await addEntry(db.sql, { termIds: [s.term], translations: { en: { title: 'alpha three', slug: 'three' } } })
+    const edited = await addEntry(db.sql, { translations: { en: { title: 'zebra giraffe elephant', slug: 'edited' } } })
+    const lost = await addEntry(db.sql, { translations: { en: { title: 'alpha lost', slug: 'lost' } } })
     await writeUnheard(db.sql, async (tx) => {
       await tx`update entries set status = 'draft' where id = ${s.entry}`
       await tx`update entry_translations set title = 'gamma' where entry_id = ${s.draft}`
       await tx`insert into entry_terms (entry_id, term_id) values (${s.draft}, ${s.term})`
       await tx`update entries set status = 'published' where id = ${s.draft}`
       await tx`insert into entries (content_type_id, status) values (${s.page}, 'published')`
+      // Its text: its postings hold words its document no longer has.
+      await tx`update entry_translations set title = 'alpha edited' where entry_id = ${edited}`
     })
-    // The term lists follow the kept counts; lost on their own, they drift too.
+    // A document lost by hand, its postings left; the term lists, which follow the kept counts, lost on their own.
+    await db.sql`delete from search_documents where entry_id = ${lost}`
     await db.sql`delete from term_list_carried`
     await db.sql`alter table field_values disable trigger field_values_0_guarded_insert`
     const drifted = Object.fromEntries((await db.sql<{ structure: string; drifted: number }[]>`select structure, drifted::int from vitrine_kept_drift()`).map((row) => [row.structure, row.drifted]))
@@ -261,28 +266,57 @@ describe('C56: drift found on a timer, reported, and repaired by `bun run repair
     try {
       await check.check()
       await check.check()
-      expect(check.drifted()).toMatchObject({ triggers: 1, entry_guards: 2, search_documents: 1 })
+      expect(check.drifted()).toMatchObject({ triggers: 1, entry_guards: 2, search_documents: 3 })
       const warnings = logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'warn')
       expect(warnings.map((line) => line.structure).sort()).toEqual(['entry_guards', 'search_documents', 'term_lists', 'triggers'])
       expect(warnings.every((line) => line.msg.includes('bun run repair'))).toBe(true)
       const exposition = registry.snapshot().find((family) => family.name === 'vitrine_kept_drift')!
-      expect(exposition.series.find((series) => series.labels[0] === 'search_documents')!.value).toBe(1)
+      expect(exposition.series.find((series) => series.labels[0] === 'search_documents')!.value).toBe(3)
     } finally {
       recordMetrics(false)
     }
     // The draft published with no trigger hearing it is not found, though the base tables say it is live: the repair finds it.
     const checked = await runScript('repair', { DATABASE_URL: db.url }, ['--check'])
     expect(checked.code).toBe(1)
-    expect(checked.stdout).toContain('search_documents: 1 rows drifted')
+    expect(checked.stdout).toContain('search_documents: 3 rows drifted')
     const repaired = await runScript('repair', { DATABASE_URL: db.url })
     expect([repaired.code, repaired.stderr]).toEqual([0, ''])
-    expect(repaired.stdout).toContain('Repaired: ')
+    expect(repaired.stdout).toContain('Repaired: 4 entries whose kept rows disagreed')
     expect(await keptDrift()).toEqual([])
-    expect(repaired.stdout).not.toContain('drifted')
+    expect(repaired.stdout).not.toContain('rows drifted')
     const { answered, computed } = await answers(s)
     expect(answered).toEqual(computed)
     await check.check()
     await check.check()
     expect(Object.values(check.drifted())).toEqual([0, 0, 0, 0, 0])
   })
+})
+
+describe('C56: an entry deleted while a writer removes or moves one of its terms', () => {
+  for (const [what, write] of [
+    ['removes it', (s: Scene) => `delete from entry_terms where entry_id = ${s.entry} and term_id = ${s.term}`],
+    ['moves it to another entry', (s: Scene) => `update entry_terms set entry_id = ${s.draft} where entry_id = ${s.entry} and term_id = ${s.term}`],
+  ] as const) {
+    for (const isolation of ['read committed', 'repeatable read'] as const) {
+      test(`the term writer ${what}, the entry's deleter in ${isolation} waits: the term is counted out once (refused or right)`, async () => {
+        const s = await scene()
+        await db.sql`insert into entry_terms (entry_id, term_id) values (${s.entry}, ${s.term})`
+        await committed.unsafe('begin')
+        await committed.unsafe(write(s))
+        await isolated.unsafe(`begin isolation level ${isolation}`)
+        await isolated`select 1`
+        const deleted = isolated`delete from entries where id = ${s.entry}`.then(() => false, (error) => {
+          if (error.code !== '40001') throw error
+          return true
+        })
+        await Bun.sleep(30)
+        await committed.unsafe('commit')
+        const refused = await deleted
+        await isolated.unsafe(refused ? 'rollback' : 'commit')
+        expect(await keptDrift()).toEqual([])
+        const { answered, computed } = await answers(s)
+        expect(answered).toEqual(computed)
+      })
+    }
+  }
 })

@@ -103,15 +103,15 @@ begin
 end
 $$;
 
--- 0004 and 0007: term counts moved by one row of an entry (+1 or -1 at its type and publication
--- time), folded and compacted as the statement triggers do.
+-- 0004 and 0007: term counts moved by one row of an entry (+1 or -1 at its type and publication time,
+-- settled when already live: vitrine_live_from, 0014), folded and compacted as the statement triggers do.
 create function vitrine_count_terms(term_ids bigint[], content_type_id bigint, live_from timestamptz, delta bigint) returns void
 language plpgsql
 as $$
 begin
   if cardinality(term_ids) > 0 then
     insert into live_filter_count_deltas (kind, key, content_type_id, live_from, delta)
-    select 'term', t.id, content_type_id, live_from, delta
+    select 'term', t.id, content_type_id, vitrine_live_from(live_from), delta
     from unnest(term_ids) t(id);
     perform vitrine_fold_live_filter_counts(array_fill('term'::text, array[cardinality(term_ids)]), term_ids, array_fill(content_type_id, array[cardinality(term_ids)]));
   end if;
@@ -205,22 +205,22 @@ begin
   -- The live counts (0003).
   if was_published is distinct from is_published or (was_published and (new.content_type_id, new.published_at) is distinct from (old.content_type_id, old.published_at)) then
     if was_published then
-      insert into live_entry_count_deltas (content_type_id, live_from, delta) values (old.content_type_id, old.published_at, -1);
+      insert into live_entry_count_deltas (content_type_id, live_from, delta) values (old.content_type_id, vitrine_live_from(old.published_at), -1);
       perform vitrine_fold_live_entry_counts(array[old.content_type_id]);
     end if;
     if is_published then
-      insert into live_entry_count_deltas (content_type_id, live_from, delta) values (new.content_type_id, new.published_at, 1);
+      insert into live_entry_count_deltas (content_type_id, live_from, delta) values (new.content_type_id, vitrine_live_from(new.published_at), 1);
       perform vitrine_fold_live_entry_counts(array[new.content_type_id]);
     end if;
   end if;
   -- The filter counts (0004): the author's; the terms' when the entry's state moved (an entry
   -- arriving after its terms counts them now; one leaving counts them out while they are still there).
   if was_published and (tg_op = 'DELETE' or not is_published or (new.author_id, new.content_type_id, new.published_at) is distinct from (old.author_id, old.content_type_id, old.published_at)) and old.author_id is not null then
-    insert into live_filter_count_deltas (kind, key, content_type_id, live_from, delta) values ('author', old.author_id, old.content_type_id, old.published_at, -1);
+    insert into live_filter_count_deltas (kind, key, content_type_id, live_from, delta) values ('author', old.author_id, old.content_type_id, vitrine_live_from(old.published_at), -1);
     perform vitrine_fold_live_filter_counts(array['author'], array[old.author_id], array[old.content_type_id]);
   end if;
   if is_published and (tg_op = 'INSERT' or not was_published or (new.author_id, new.content_type_id, new.published_at) is distinct from (old.author_id, old.content_type_id, old.published_at)) and new.author_id is not null then
-    insert into live_filter_count_deltas (kind, key, content_type_id, live_from, delta) values ('author', new.author_id, new.content_type_id, new.published_at, 1);
+    insert into live_filter_count_deltas (kind, key, content_type_id, live_from, delta) values ('author', new.author_id, new.content_type_id, vitrine_live_from(new.published_at), 1);
     perform vitrine_fold_live_filter_counts(array['author'], array[new.author_id], array[new.content_type_id]);
   end if;
   if tg_op = 'INSERT' or was_published is distinct from is_published or (new.content_type_id, new.published_at) is distinct from (old.content_type_id, old.published_at) then

@@ -142,6 +142,11 @@ begin
 end
 $$;
 
+-- 0004's row trigger before an entry is deleted counts its terms out. Its rows are locked first (the
+-- share lock on the entry that the entry_terms trigger took before 0010 did this): a writer that
+-- deletes or moves one of them at the same time and has not committed is waited for, and its row is
+-- then skipped (in read committed; a serialization failure in repeatable read), so the term is
+-- counted out once, by whichever of the two removed it.
 create or replace function vitrine_entry_terms_counted_out() returns trigger
 language plpgsql
 security definer
@@ -149,10 +154,15 @@ set search_path from current
 as $$
 begin
   if old.status = 'published' then
+    with carried as (
+      select et.term_id
+      from entry_terms et
+      where et.entry_id = old.id
+      for update
+    )
     insert into live_filter_count_deltas (kind, key, content_type_id, live_from, delta)
-    select 'term', et.term_id, old.content_type_id, vitrine_live_from(old.published_at), -1
-    from entry_terms et
-    where et.entry_id = old.id;
+    select 'term', c.term_id, old.content_type_id, vitrine_live_from(old.published_at), -1
+    from carried c;
   end if;
   return old;
 end

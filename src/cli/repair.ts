@@ -1,5 +1,5 @@
 import { loadConfig } from '../config'
-import { DRIFT_SLICE_ENTRIES } from '../content/kept-drift-check'
+import { DRIFT_SLICE_ENTRIES, sliceStart } from '../content/kept-drift-check'
 import { connectDatabase, type Sql } from '../db/connect'
 import { resolveDatabase } from '../db/open'
 import { createLogger } from '../log'
@@ -12,7 +12,8 @@ import { runCommand } from './run'
  * entry one slice of entries a transaction (guards, search documents and
  * postings: a writer of an entry waits for its slice at most), then the live,
  * filter and term counts and the term lists (writers of entries and terms wait
- * while they are counted: seconds at a million entries). Every Vitrine then
+ * while they are counted: seconds at a million entries); postings of no
+ * document are swept (every posting read: minutes at a million entries). Every Vitrine then
  * drops its cached answers. `bun run repair --check` only says what drifted,
  * every entry included, and exits 1 if anything did.
  */
@@ -29,16 +30,20 @@ runCommand(async (onFailure) => {
       return
     }
     await sql`select vitrine_repair_triggers()`
-    const [{ low, high }] = await sql<{ low: number | null; high: number | null }[]>`select min(entry_id)::float8 as low, max(entry_id)::float8 as high from (select id as entry_id from entries union all select entry_id from entry_guards union all select entry_id from search_documents) ids`
-    let rewritten = 0
+    const [{ low, high }] = await sql<{ low: number | null; high: number | null }[]>`
+      select least((select min(id) from entries), (select min(entry_id) from entry_guards), (select min(entry_id) from search_documents))::float8 as low,
+        greatest((select max(id) from entries), (select max(entry_id) from entry_guards), (select max(entry_id) from search_documents))::float8 as high
+    `
+    let drifted = 0
     let slices = 0
-    for (let first = low ?? 0; high !== null && first <= high; first += DRIFT_SLICE_ENTRIES) {
-      const [{ rows }] = await sql<{ rows: number }[]>`select vitrine_repair_entries(${first}::int8, ${first + DRIFT_SLICE_ENTRIES - 1}::int8) as rows`
-      rewritten += rows
+    for (let first = sliceStart(low ?? 0); high !== null && first <= high; first += DRIFT_SLICE_ENTRIES) {
+      const [{ entries }] = await sql<{ entries: number }[]>`select vitrine_repair_entries(${first}::int8, ${first + DRIFT_SLICE_ENTRIES - 1}::int8) as entries`
+      drifted += entries
       slices++
     }
+    const [{ orphans }] = await sql<{ orphans: number }[]>`select vitrine_repair_orphan_postings() as orphans`
     await sql`select vitrine_repair_live_entry_counts()`
-    console.log(`Repaired: ${rewritten} rows kept per entry rewritten in ${slices} slices of ${DRIFT_SLICE_ENTRIES} entries; the counts and term lists rebuilt; the triggers as they should be.`)
+    console.log(`Repaired: ${drifted} entries whose kept rows disagreed, in ${slices} slices of ${DRIFT_SLICE_ENTRIES} entries; ${orphans} postings of no document; the counts and term lists rebuilt; the triggers as they should be.`)
     report(await driftOf(sql))
   } finally {
     await sql.end()

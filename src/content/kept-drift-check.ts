@@ -5,6 +5,15 @@ import { recordKeptDrift } from '../metrics/families'
 /** Entries whose kept rows one check compares (sql/any-writer.md, "Drift"): a slice costs about the same at any size. */
 export const DRIFT_SLICE_ENTRIES = 2000
 
+/**
+ * The first id of the slice that holds `id`: slices are fixed ranges of ids, so a slice found
+ * drifted is the same slice when it is checked again, whatever entries come and go.
+ * @example sliceStart(4321) // 4000
+ */
+export function sliceStart(id: number): number {
+  return Math.floor(id / DRIFT_SLICE_ENTRIES) * DRIFT_SLICE_ENTRIES
+}
+
 /** What the live count check (live-count-check.ts) does not already compare: the structures kept per entry, the term lists, the triggers. */
 const STRUCTURES = ['triggers', 'term_lists', 'entry_guards', 'search_documents', 'search_postings'] as const
 type Structure = (typeof STRUCTURES)[number]
@@ -17,8 +26,8 @@ const CHECK_TIMEOUT = '5min'
  * the base tables on a timer (with the live counts, LIVE_COUNT_CHECK_SECONDS):
  * the triggers' state and the term lists whole, the rows kept per entry
  * (guards, search documents and postings) one slice of DRIFT_SLICE_ENTRIES
- * entries a time, in id order, starting again at the lowest id after the
- * highest. Each structure's drifted rows are reported
+ * ids a time (fixed ranges: sliceStart), in id order, starting again at the
+ * lowest after the highest. Each structure's drifted rows are reported
  * (`vitrine_kept_drift{structure}`, the slice's kept until it is checked
  * again), and one warning names the repair when a structure starts to drift.
  * Answers never depend on it: C1 is checked on each entry's own row.
@@ -64,8 +73,12 @@ export class KeptDriftCheck {
     try {
       found = await this.sql.begin(async (tx) => {
         await tx`select set_config('statement_timeout', ${CHECK_TIMEOUT}, true)`
-        const [{ low, high }] = await tx<{ low: number | null; high: number | null }[]>`select min(id)::float8 as low, max(id)::float8 as high from entries`
-        first = this.#next === null || low === null || high === null || this.#next > high || this.#next < low ? (low ?? 0) : this.#next
+        // The ids of entries and of what is kept for them (a guard or a document left by an entry deleted with the triggers off).
+        const [{ low, high }] = await tx<{ low: number | null; high: number | null }[]>`
+          select least((select min(id) from entries), (select min(entry_id) from entry_guards), (select min(entry_id) from search_documents))::float8 as low,
+            greatest((select max(id) from entries), (select max(entry_id) from entry_guards), (select max(entry_id) from search_documents))::float8 as high
+        `
+        first = sliceStart(this.#next === null || low === null || high === null || this.#next > high || this.#next < low ? (low ?? 0) : this.#next)
         this.#next = first + DRIFT_SLICE_ENTRIES
         const last = this.#next - 1
         return tx<{ structure: Structure; drifted: number }[]>`
