@@ -22,7 +22,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../src/db/connect'
-import { copyFile, mkdtemp, readdir } from 'node:fs/promises'
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { migrate, MIGRATIONS_DIR } from '../src/db/migrate'
 import { datasetSql, ensureBenchDatabase } from './dataset'
@@ -85,7 +85,7 @@ try {
   dbs.push(beforeDb)
   const upTo0009 = await mkdtemp(join(tmpdir(), 'vitrine-before-guards-'))
   for (const file of (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql') && file <= '0009_')) await copyFile(join(MIGRATIONS_DIR, file), join(upTo0009, file))
-  await migrate(beforeDb, upTo0009)
+  await migrate(beforeDb, upTo0009).finally(() => rm(upTo0009, { recursive: true, force: true }))
   await beforeDb.unsafe(await datasetSql(SIZE))
   await beforeDb.unsafe('vacuum analyze')
   const [{ max, maxId }] = await guardedDb<{ max: number; maxId: number }[]>`select max(id) filter (where status = 'published')::int8 as max, max(id)::int8 as "maxId" from entries`

@@ -47,7 +47,8 @@ export async function startPublisher(): Promise<Publisher> {
     await cluster.stop()
     cluster = await startEmbeddedDatabase({ dataDir: folder, preferredPort: 0 })
     cms = connectDatabase(Object.assign(new URL(cluster.url), { pathname: '/cms' }).toString(), { max: 2 })
-    await migrate(cms, await dataModelOnly())
+    const model = await dataModelOnly()
+    await migrate(cms, model).finally(() => rm(model, { recursive: true, force: true }))
     await cms.unsafe(`create publication vitrine_content for table ${CONTENT_TABLES.join(', ')}`)
   } catch (error) {
     // Nothing is left running when the publisher cannot be made.
