@@ -95,6 +95,8 @@ export interface Config {
   rateLimitWindowS: number
   /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For is believed (C52); none by default. */
   trustedProxies: AddressRange[]
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may reach loopback, private, link-local and CGNAT addresses (C57); false by default. */
+  webhookAllowPrivate: boolean
 }
 
 /**
@@ -143,6 +145,7 @@ export function loadConfig(env: Env): Config {
     extensionsDir: readExtensionsDir(env),
     shutdownGraceMs: readInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     cache: readSwitch(env, 'CACHE', true),
+    webhookAllowPrivate: readSwitch(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     cacheMaxBytes: readInteger(env, 'CACHE_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
     cacheMaxAge: readInteger(env, 'CACHE_MAX_AGE', 0, 0, 31_536_000),
     databaseListenUrl: readDatabaseUrl(env, 'DATABASE_LISTEN_URL'),
@@ -280,9 +283,10 @@ function readPurgeTarget(text: string): PurgeTarget {
 function readSwitch(env: Env, name: string, fallback: boolean): boolean {
   const text = readText(env, name)
   if (text === undefined) return fallback
-  if (text === 'on') return true
-  if (text === 'off') return false
-  throw new ConfigError(`${name} must be "on" or "off", not "${text}".`)
+  // C57 writes WEBHOOK_ALLOW_PRIVATE=true: every switch takes true and false too.
+  if (text === 'on' || text === 'true') return true
+  if (text === 'off' || text === 'false') return false
+  throw new ConfigError(`${name} must be "on" or "off" ("true" or "false"), not "${text}".`)
 }
 
 function readCorsOrigins(env: Env): '*' | string[] {

@@ -4,6 +4,7 @@ import { everyHandler, listenForChanges, type ChangeHandlers, type ChangeListene
 import { EventFeed } from './changes/event-feed'
 import { ContentCache } from './cache/content-cache'
 import { startEdgePurge } from './edge/edge-purger'
+import { startWebhookDelivery } from './webhooks/webhook-delivery'
 import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
 import { LiveCountCheck } from './content/live-count-check'
 import { KeptDriftCheck } from './content/kept-drift-check'
@@ -42,6 +43,7 @@ runCommand(async (onFailure) => {
   let liveCounts: LiveCountCheck | undefined
   let keptDrift: KeptDriftCheck | undefined
   let edge: ReturnType<typeof startEdgePurge> | undefined
+  let webhooks: ReturnType<typeof startWebhookDelivery> | undefined
   let listening: ReturnType<typeof listen>
   let metrics: ReturnType<typeof listenForMetrics>
   try {
@@ -67,7 +69,9 @@ runCommand(async (onFailure) => {
     const primaryUrl = settings.databaseListenUrl ?? target.url
     if (settings.purgeTargets.length > 0) edge = startEdgePurge({ sql, primaryUrl, settings, log })
     if (edge) watchPurgePendingKeys(() => edge?.purger.pendingKeys ?? 0)
-    const heard = [cache, replicas?.positions, events, edge?.purger, listenerMetric].filter((handlers) => handlers !== undefined)
+    // C57: webhooks are delivered by one instance per database too, from its own read-write connection.
+    webhooks = startWebhookDelivery({ primaryUrl, settings, log })
+    const heard = [cache, replicas?.positions, events, edge?.purger, webhooks.delivery, listenerMetric].filter((handlers) => handlers !== undefined)
     listener = listenForChanges(primaryUrl, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
     await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
@@ -87,6 +91,7 @@ runCommand(async (onFailure) => {
     liveCounts?.stop()
     keptDrift?.stop()
     await edge?.stop()
+    await webhooks?.stop()
     await listener?.stop()
     await replicas?.stop()
     await sql.end({ timeout: 1 })
@@ -125,6 +130,7 @@ runCommand(async (onFailure) => {
     keptDrift?.stop()
     // The purge duty goes first: another instance takes it over (and purges everything) while this one stops.
     await edge?.stop()
+    await webhooks?.stop()
     await listener?.stop()
     await replicas?.stop()
     await sql.end({ timeout: 5 })

@@ -1,4 +1,4 @@
-import type { PendingQuery } from 'postgres'
+import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import { isLive, MAX_ID } from '../content/statement-fragments'
@@ -86,38 +86,7 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
       from content_types
     ),
     logged as (
-      -- Each type's rows by change_log_type_position (the log has no index on position alone), each
-      -- part an index range in a generic plan too (which the driver's prepared statement gets after
-      -- five runs: without the fences it scanned the whole log and hashed every entry, 112 ms at
-      -- 100 000 entries against 2 ms), and each part stopped past MAX_ROWS_PER_READ.
-      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
-      from types t
-      cross join lateral (
-        select *
-        from change_log c
-        where c.content_type_id = t.id
-          and c.position > ${position}::int8
-        order by c.position
-        limit ${MAX_ROWS_PER_READ + 1}::int8
-      ) c
-      union all
-      select *
-      from (
-        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
-        from change_log c
-        where c.content_type_id is null
-          and c.position > ${position}::int8
-        order by c.position
-        limit ${MAX_ROWS_PER_READ + 1}::int8
-      ) shared_rows
-      union all
-      select *
-      from (
-        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at
-        from change_log c
-        where c.xid = any (${inProgress}::xid8[])
-        limit ${MAX_ROWS_PER_READ + 1}::int8
-      ) in_flight
+      ${changeLogSince(sql, position, inProgress, MAX_ROWS_PER_READ + 1)}
     ),
     -- A bulk write (or a month of log): every type it wrote is told whole, at the cost of the cap.
     overflow as (
@@ -128,29 +97,7 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
       -- A shared row reaches the entries that show it: per row written, index ranges; past the cap, every type.
       select r.content_type_id, r.id
       from logged l
-      cross join lateral (
-        select e.content_type_id, e.id
-        from entries e
-        where l.shared_table = 'authors'
-          and e.author_id = l.shared_id
-        union all
-        select e.content_type_id, e.id
-        from entries e
-        where l.shared_table = 'media'
-          and e.featured_image_id = l.shared_id
-        union all
-        select e.content_type_id, e.id
-        from entry_terms et
-        cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
-        where l.shared_table = 'terms'
-          and et.term_id = l.shared_id
-        union all
-        select e.content_type_id, e.id
-        from terms term
-        join entry_terms et on et.term_id = term.id
-        cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
-        where l.shared_table = 'taxonomies'
-          and term.taxonomy_id = l.shared_id
+      cross join lateral (${entriesShowing(sql)}
       ) r
       where l.shared_id is not null
         and not (select yes from overflow)
@@ -236,10 +183,74 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
         from changed c
         join types t on t.id = c.type_id
       ) as changes,
+      ${markColumns(sql)},
+      (select coalesce(json_agg(slug order by slug), '[]'::json) from types) as types,
+      (select coalesce(json_object_agg(id, slug), '{}'::json) from types) as type_slugs,
+      ${nextGoLiveColumn(sql)},
+      (
+        select case when pruned_before = '-infinity' then null else (extract(epoch from pruned_before) * 1000000)::int8::text end
+        from change_log_state
+      ) as pruned_before_micros
+  `
+}
+
+/**
+ * The change log's rows after a mark, as columns `content_type_id, entry_id,
+ * shared_table, shared_id, left_from, changed_at, position`: each type's rows
+ * by change_log_type_position (the log has no index on position alone), each
+ * part an index range in a generic plan too (which the driver's prepared
+ * statement gets after five runs: without the fences it scanned the whole log
+ * and hashed every entry, 112 ms at 100 000 entries against 2 ms), the shared
+ * rows, and the rows of the transactions in progress at the mark; each part
+ * stopped past `limit` rows (null: none). A row of a transaction in progress
+ * may come twice.
+ * @example sql`with logged as (${changeLogSince(sql, '42', '{}', null)}) select count(*) from logged`
+ */
+export function changeLogSince(sql: Sql, position: string, inProgress: string, limit: number | null): PendingQuery<Row[]> {
+  const cap = limit === null ? sql`` : sql`limit ${limit}::int8`
+  return sql`
+      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position
+      from (select id from content_types) t
+      cross join lateral (
+        select *
+        from change_log c
+        where c.content_type_id = t.id
+          and c.position > ${position}::int8
+        order by c.position
+        ${cap}
+      ) c
+      union all
+      select *
+      from (
+        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position
+        from change_log c
+        where c.content_type_id is null
+          and c.position > ${position}::int8
+        order by c.position
+        ${cap}
+      ) shared_rows
+      union all
+      select *
+      from (
+        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position
+        from change_log c
+        where c.xid = any (${inProgress}::xid8[])
+        ${cap}
+      ) in_flight`
+}
+
+/**
+ * A mark of the change log as three columns, `position` (the highest position
+ * written, by each type's index), `in_progress` (the transactions the
+ * statement's snapshot cannot see yet, as JSON) and `at_micros` (now()).
+ * @example sql`select ${markColumns(sql)}`
+ */
+export function markColumns(sql: Sql): PendingQuery<Row[]> {
+  return sql`
       greatest(
         (
           select max(m.position)
-          from types t
+          from content_types t
           cross join lateral (
             select max(c.position) as position
             from change_log c
@@ -254,12 +265,19 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
         0
       )::text as position,
       (select coalesce(json_agg(x::text), '[]'::json) from pg_snapshot_xip(pg_current_snapshot()) x) as in_progress,
-      (extract(epoch from now()) * 1000000)::int8::text as at_micros,
-      (select coalesce(json_agg(slug order by slug), '[]'::json) from types) as types,
-      (select coalesce(json_object_agg(id, slug), '{}'::json) from types) as type_slugs,
+      (extract(epoch from now()) * 1000000)::int8::text as at_micros`
+}
+
+/**
+ * `next_go_live_ms`: milliseconds from now() to the next go-live of any type;
+ * null when none is ahead.
+ * @example sql`select ${nextGoLiveColumn(sql)}`
+ */
+export function nextGoLiveColumn(sql: Sql): PendingQuery<Row[]> {
+  return sql`
       (
         select ceil(extract(epoch from min(n.at) - now()) * 1000)::int8
-        from types t
+        from content_types t
         cross join lateral (
           select min(e.published_at) as at
           from entries e
@@ -269,10 +287,37 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
             -- 'infinity' never comes (and PostgreSQL 15 cannot subtract it).
             and e.published_at < 'infinity'
         ) n
-      ) as next_go_live_ms,
-      (
-        select case when pruned_before = '-infinity' then null else (extract(epoch from pruned_before) * 1000000)::int8::text end
-        from change_log_state
-      ) as pruned_before_micros
-  `
+      ) as next_go_live_ms`
+}
+
+/**
+ * The entries (`content_type_id, id`) that show the shared row of the change
+ * log row `l` (an author, an image, a term, a taxonomy's terms): index ranges,
+ * for a lateral join.
+ * @example sql`select r.id from logged l cross join lateral (${entriesShowing(sql)}) r`
+ */
+export function entriesShowing(sql: Sql): PendingQuery<Row[]> {
+  return sql`
+        select e.content_type_id, e.id
+        from entries e
+        where l.shared_table = 'authors'
+          and e.author_id = l.shared_id
+        union all
+        select e.content_type_id, e.id
+        from entries e
+        where l.shared_table = 'media'
+          and e.featured_image_id = l.shared_id
+        union all
+        select e.content_type_id, e.id
+        from entry_terms et
+        cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
+        where l.shared_table = 'terms'
+          and et.term_id = l.shared_id
+        union all
+        select e.content_type_id, e.id
+        from terms term
+        join entry_terms et on et.term_id = term.id
+        cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
+        where l.shared_table = 'taxonomies'
+          and term.taxonomy_id = l.shared_id`
 }

@@ -48,6 +48,9 @@ const rateLimited = registry.counter({ name: 'vitrine_rate_limited_total', help:
 const replicaLag = registry.gauge({ name: 'vitrine_replica_lag_seconds', help: 'How far a replica is behind the last notified change, at its last check (C50).', labelNames: ['replica'], merge: 'max' })
 const replicaInRotation = registry.gauge({ name: 'vitrine_replica_in_rotation', help: '1 while a replica serves reads (C50); its label is its index in DATABASE_READ_URLS.', labelNames: ['replica'], merge: 'min' })
 const keptDrift = registry.gauge({ name: 'vitrine_kept_drift', help: 'Rows of a structure the service keeps beside the data model that disagree with the base tables, at its last check (C56; 0: exact). Per structure: triggers, live_entry_counts, filter_counts, term_lists, entry_guards, search_documents, search_postings.', labelNames: ['structure'], merge: 'max' })
+const webhookDeliveries = registry.counter({ name: 'vitrine_webhook_deliveries_total', help: 'Attempts to deliver webhook messages (C57), by webhook (its row\'s id) and outcome: delivered, failed (retried), gone (410: disabled), given_up (24 h after the first attempt).', labelNames: ['webhook', 'outcome'] })
+const webhookPending = registry.gauge({ name: 'vitrine_webhook_pending_messages', help: 'Webhook messages stored and not yet delivered (C57), by webhook, in the instance that delivers.', labelNames: ['webhook'], merge: 'max' })
+const webhookOldest = registry.gauge({ name: 'vitrine_webhook_oldest_pending_seconds', help: 'Age of the oldest webhook message not yet delivered (C57), by webhook, in the instance that delivers.', labelNames: ['webhook'], merge: 'max' })
 const residentMemory = registry.gauge({ name: 'process_resident_memory_bytes', help: 'Resident memory of the service\'s processes, in bytes.' })
 const cpuSeconds = registry.counter({ name: 'process_cpu_seconds_total', help: 'CPU time of the service\'s processes, user and system, in seconds.' })
 const startTime = registry.gauge({ name: 'process_start_time_seconds', help: 'Start of the service\'s oldest process, in seconds since the Unix epoch.', merge: 'min' })
@@ -212,4 +215,35 @@ export function recordReplica(index: number, lagSeconds: number | null, inRotati
  */
 export function recordKeptDrift(structure: string, rows: number): void {
   if (recording) keptDrift.set([structure], rows)
+}
+
+/**
+ * One attempt at a webhook message (C57); `webhook` is the row's id, never its URL.
+ * @example recordWebhookDelivery(3, 'delivered')
+ */
+export function recordWebhookDelivery(webhook: number, outcome: 'delivered' | 'failed' | 'gone' | 'given_up'): void {
+  if (recording) webhookDeliveries.inc([String(webhook), outcome])
+}
+
+/** One endpoint's queue of undelivered messages, as the delivering instance last read it (every 5 s at least). */
+export interface WebhookQueue {
+  webhook: string
+  pending: number
+  /** When its oldest message was stored, in milliseconds since 1970. */
+  oldest_ms: number
+}
+
+/**
+ * The webhook queues (C57), read when scraped: only endpoints with messages pending have series.
+ * @example watchWebhookQueues(() => delivery.queues)
+ */
+export function watchWebhookQueues(read: () => readonly WebhookQueue[]): void {
+  webhookPending.beforeSnapshot = () => {
+    webhookPending.reset()
+    for (const queue of read()) webhookPending.set([queue.webhook], queue.pending)
+  }
+  webhookOldest.beforeSnapshot = () => {
+    webhookOldest.reset()
+    for (const queue of read()) webhookOldest.set([queue.webhook], Math.max(0, (Date.now() - queue.oldest_ms) / 1000))
+  }
 }

@@ -744,7 +744,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'purge-without-duty',
     regression: 'C51: every instance sharing a database purges every change (no advisory lock)',
-    edits: [{ file: 'src/edge/purge-duty.ts', find: 'select pg_try_advisory_lock(${PURGE_DUTY_LOCK}::int8) as taken', replace: 'select true as taken' }],
+    edits: [{ file: 'src/db/duty.ts', find: 'select pg_try_advisory_lock(${options.lock}::int8) as taken', replace: 'select true as taken' }],
     tests: EDGE,
   },
   {

@@ -1,0 +1,178 @@
+import type { PendingQuery, TransactionSql } from 'postgres'
+import type { Sql } from '../db/connect'
+import { changeLogSince, entriesShowing, markColumns, nextGoLiveColumn } from '../changes/event-statement'
+import type { EventMark } from '../changes/event-mark'
+
+/** What became of one entry since a mark (C57). */
+export type EntryChangeKind = 'published' | 'updated' | 'unpublished'
+
+export interface EntryChange {
+  id: number
+  /** Its type's slug: where it is live now, or, unpublished, where it was. */
+  type: string
+  kind: EntryChangeKind
+  /** When it happened, in milliseconds since 1970: its write's, its go-live's, or the read's. */
+  atMs: number
+  /** Live: each language it has a translation in, with the slug a single-entry request finds it by (C19). */
+  slugs: [language: string, slug: string][]
+}
+
+export interface EntryChangesRead {
+  /** In change-log order: by the first row of each entry after the mark, then go-lives by time, then by id. */
+  changes: EntryChange[]
+  /** Where the next read starts. */
+  mark: EventMark
+  nextGoLiveInMs: number | null
+  /** Marks made before this (microseconds since 1970) may miss rows: the log was pruned. */
+  prunedBeforeMicros: string | null
+}
+
+interface Row {
+  changes: EntryChange[] | null
+  position: string
+  in_progress: string[]
+  at_micros: string
+  next_go_live_ms: number | null
+  pruned_before_micros: string | null
+}
+
+/**
+ * Every entry whose item may have changed since `since`, each once and
+ * classified (C57): `published` when it is live now and was not at the mark,
+ * `updated` when it was and is, `unpublished` when it was and is not (an
+ * entry live at neither end is not told, C2). Whether it was live at the mark
+ * comes from its first row in the change log after the mark (the entry's
+ * publication time before that write, 0015), or, with no row of its own (an
+ * author renamed, a custom field, a go-live), from its row now, which no write
+ * changed since. Unlike the event feed's read (C49) nothing is capped: each
+ * change is a message. Run in the delivering instance's transaction.
+ * @example await readEntryChanges(sql, mark)
+ */
+export async function readEntryChanges(tx: TransactionSql, since: EventMark): Promise<EntryChangesRead> {
+  // The fragments are built by the same tagged template, bound to the transaction's connection.
+  const [row] = await entryChangesStatement(tx as unknown as Sql, since)
+  return {
+    changes: row!.changes ?? [],
+    mark: { position: row!.position, inProgress: row!.in_progress, atMicros: row!.at_micros },
+    nextGoLiveInMs: row!.next_go_live_ms,
+    prunedBeforeMicros: row!.pruned_before_micros,
+  }
+}
+
+/**
+ * The change log's mark now, with nothing read: where a first delivering instance starts, and where the reader
+ * moves on when no endpoint would be told anything.
+ * @example const { mark } = await readMarkNow(sql)
+ */
+export async function readMarkNow(tx: TransactionSql): Promise<Omit<EntryChangesRead, 'changes' | 'prunedBeforeMicros'>> {
+  const sql = tx as unknown as Sql
+  const [row] = await sql<Row[]>`select ${markColumns(sql)}, ${nextGoLiveColumn(sql)}`
+  return { mark: { position: row!.position, inProgress: row!.in_progress, atMicros: row!.at_micros }, nextGoLiveInMs: row!.next_go_live_ms }
+}
+
+function entryChangesStatement(sql: Sql, since: EventMark): PendingQuery<Row[]> {
+  const inProgress = `{${since.inProgress.join(',')}}`
+  const at = sql`('epoch'::timestamptz + ${since.atMicros}::int8 * interval '1 microsecond')`
+  return sql<Row[]>`
+    with logged as (
+      ${changeLogSince(sql, since.position, inProgress, null)}
+    ),
+    firsts as (
+      -- The entry's first row after the mark: its state before the first write (writers of one entry take
+      -- turns on its guard, C56, so positions follow their commits).
+      select distinct on (l.entry_id) l.entry_id as id, l.content_type_id, l.left_from, l.position,
+        max(l.changed_at) over (partition by l.entry_id) as changed_at
+      from logged l
+      where l.entry_id is not null
+      order by l.entry_id, l.position
+    ),
+    whole_types as (
+      select l.content_type_id as type_id
+      from logged l
+      where l.content_type_id is not null
+        and l.entry_id is null
+      union
+      select t.id
+      from content_types t
+      where exists (select 1 from logged l where l.shared_table is not null and l.shared_id is null)
+    ),
+    candidates as (
+      select f.id
+      from firsts f
+      union
+      select r.id
+      from logged l
+      cross join lateral (${entriesShowing(sql)}) r
+      where l.shared_id is not null
+      union
+      select e.id
+      from whole_types w
+      join entries e on e.content_type_id = w.type_id
+      where e.status = 'published'
+      union
+      -- Go-lives with no write (C1's clock), by each type's entries_published_list range.
+      select g.id
+      from content_types t
+      cross join lateral (
+        select e.id
+        from entries e
+        where e.content_type_id = t.id
+          and e.status = 'published'
+          and e.published_at > ${at}
+          and e.published_at <= now()
+      ) g
+    ),
+    classified as (
+      select c.id, f.position,
+        coalesce(e.status = 'published' and (e.published_at is null or e.published_at <= now()), false) as live_now,
+        case
+          when f.id is not null then coalesce(f.left_from <= ${at}, false)
+          else coalesce(e.status = 'published' and (e.published_at is null or e.published_at <= ${at}), false)
+        end as was_live,
+        e.content_type_id as type_now, f.content_type_id as type_then,
+        case
+          when f.id is not null then f.changed_at
+          when e.published_at > ${at} then e.published_at
+          else now()
+        end as at
+      from candidates c
+      left join firsts f on f.id = c.id
+      left join entries e on e.id = c.id
+    ),
+    told as (
+      select k.id, k.position, k.at,
+        case when k.live_now and k.was_live then 'updated' when k.live_now then 'published' else 'unpublished' end as kind,
+        case when k.live_now then k.type_now else coalesce(k.type_then, k.type_now) end as type_id,
+        k.live_now
+      from classified k
+      where k.live_now or k.was_live
+    )
+    select
+      (
+        select json_agg(json_build_object(
+          'id', k.id,
+          'type', t.slug,
+          'kind', k.kind,
+          'atMs', floor(extract(epoch from k.at) * 1000),
+          'slugs', coalesce(s.slugs, '[]'::json)
+        ) order by k.position nulls last, k.at, k.id)
+        from told k
+        join content_types t on t.id = k.type_id
+        left join lateral (
+          -- C19: a translation without a slug is found by the default language's.
+          select json_agg(json_build_array(tr.language_code, coalesce(tr.slug, d.slug)) order by tr.language_code) as slugs
+          from entry_translations tr
+          left join entry_translations d on d.entry_id = tr.entry_id and d.language_code = (select l.code from languages l where l.is_default limit 1)
+          where tr.entry_id = k.id
+            and coalesce(tr.slug, d.slug) is not null
+            and k.live_now
+        ) s on true
+      ) as changes,
+      ${markColumns(sql)},
+      ${nextGoLiveColumn(sql)},
+      (
+        select case when pruned_before = '-infinity' then null else (extract(epoch from pruned_before) * 1000000)::int8::text end
+        from change_log_state
+      ) as pruned_before_micros
+  `
+}

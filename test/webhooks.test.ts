@@ -1,0 +1,319 @@
+import { afterAll, afterEach, describe, expect, test } from 'bun:test'
+import { randomBytes } from 'node:crypto'
+import { listenForChanges, type ChangeListener } from '../src/cache/change-listener'
+import { loadConfig } from '../src/config'
+import { createLogger } from '../src/log'
+import { isRefusedAddress } from '../src/webhooks/address-guard'
+import { sendMessage } from '../src/webhooks/send'
+import { retryDelayMs, startWebhookDelivery } from '../src/webhooks/webhook-delivery'
+import { createTestDatabase } from './support/database'
+import { addContentType } from './support/fixtures'
+import { waitFor } from './support/wait'
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver'
+
+/**
+ * C57 over real HTTP: a delivery wired as main.ts wires it (its own bid for the
+ * webhook duty, its own read-write connection, the change listener), writers
+ * writing with SQL, and local receivers that verify every message with the
+ * `standardwebhooks` package.
+ */
+const db = await createTestDatabase()
+const sql = db.sql
+const log = createLogger(process.env.WEBHOOK_TEST_LOG ? 'debug' : 'silent')
+const PUBLIC_URL = 'https://cms.example.com'
+let postId = 0
+let pageId = 0
+postId = await addContentType(sql, 'post')
+pageId = await addContentType(sql, 'page')
+
+interface Running {
+  stop(): Promise<void>
+}
+const running: Running[] = []
+const receivers: WebhookReceiver[] = []
+
+function secret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`
+}
+
+function receiver(key: string | null = null): WebhookReceiver {
+  const started = startWebhookReceiver(key)
+  receivers.push(started)
+  return started
+}
+
+/** A delivery as main.ts starts it: the duty, the connection, the listener. */
+function startDelivery(env: Record<string, string> = {}): Running {
+  const settings = loadConfig({ PUBLIC_URL, WEBHOOK_ALLOW_PRIVATE: 'true', ...env })
+  const webhooks = startWebhookDelivery({ primaryUrl: db.url, settings, log })
+  const listener: ChangeListener = listenForChanges(db.url, webhooks.delivery, { timeoutMs: 5000, log })
+  const started = {
+    async stop() {
+      await webhooks.stop()
+      await listener.stop()
+    },
+  }
+  running.push(started)
+  return started
+}
+
+async function addWebhook(url: string, fields: { secret?: string | null; types?: string[] | null; debounceMs?: number } = {}): Promise<number> {
+  const [row] = await sql<{ id: number }[]>`
+    insert into webhooks (url, secret, types, debounce_ms) values (${url}, ${fields.secret ?? null}, ${fields.types ? `{${fields.types.join(",")}}` : null}::text[], ${fields.debounceMs ?? 0})
+    returning id::float8 as id
+  `
+  return row!.id
+}
+
+/** One entry and its translation in one transaction (one change). */
+async function publish(slug: string, options: { type?: number; publishedAt?: Date; status?: string } = {}): Promise<number> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: number }[]>`
+      insert into entries (content_type_id, status, published_at, created_at)
+      values (${options.type ?? postId}, ${options.status ?? 'published'}, ${options.publishedAt ?? new Date(Date.now() - 60_000)}, now())
+      returning id::float8 as id
+    `
+    await tx`insert into entry_translations (entry_id, language_code, title, slug) values (${row!.id}, 'en', ${slug}, ${slug})`
+    return row!.id
+  })
+}
+
+/** Waits until the delivery stands at the end of the change log: it has read every change committed before. */
+async function settled(): Promise<void> {
+  const [{ position }] = await sql<{ position: string }[]>`select coalesce(max(position), 0)::text as position from change_log`
+  await waitFor('the webhook reader to reach the end of the change log', async () => {
+    const [row] = await sql<{ position: string | null }[]>`select position::text from webhook_reader`
+    return row !== undefined && BigInt(row.position ?? 0) >= BigInt(position)
+  }, 15_000)
+}
+
+async function pending(): Promise<number> {
+  const [{ count }] = await sql<{ count: number }[]>`select count(*)::int as count from webhook_deliveries`
+  return count
+}
+
+afterEach(async () => {
+  for (const each of running.splice(0)) await each.stop()
+  for (const each of receivers.splice(0)) each.stop()
+  await sql`delete from webhooks`
+  await sql`delete from webhook_reader`
+})
+
+afterAll(async () => {
+  await sql.end()
+})
+
+describe('C57: messages', () => {
+  test('a published, an updated and an unpublished entry: one message each, in order, signed and verified by the standardwebhooks package', async () => {
+    const key = secret()
+    const at = receiver(key)
+    startDelivery()
+    await addWebhook(at.url, { secret: key })
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    // Each write waits for its message: writes read together are told once per entry, by what it became.
+    const id = await publish('hello')
+    await waitFor('the first message', () => at.delivered().length === 1)
+    await sql`update entry_translations set title = 'Hello again' where entry_id = ${id}`
+    await waitFor('the second message', () => at.delivered().length === 2)
+    await sql`update entries set status = 'draft' where id = ${id}`
+    await waitFor('three messages', () => at.delivered().length === 3)
+    expect(at.rejected).toEqual([])
+    const [published, updated, unpublished] = at.delivered()
+    expect(published!.message).toEqual({ type: 'entry.published', timestamp: expect.any(String), data: { id, type: 'post', urls: { en: `${PUBLIC_URL}/api/v1/content/post/hello?lang=en` } } })
+    expect(updated!.message).toMatchObject({ type: 'entry.updated', data: { id, type: 'post', urls: { en: `${PUBLIC_URL}/api/v1/content/post/hello?lang=en` } } })
+    expect(unpublished!.message).toEqual({ type: 'entry.unpublished', timestamp: expect.any(String), data: { id, type: 'post', urls: {} } })
+    expect(new Set(at.delivered().map((each) => each.id)).size).toBe(3)
+    expect(published!.headers['user-agent']).toMatch(/^Vitrine\/\d/)
+    expect(published!.headers['content-type']).toBe('application/json')
+    expect(Math.abs(Number(published!.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(30)
+    expect(published!.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/)
+    expect(await pending()).toBe(0)
+  })
+
+  test('an unsigned endpoint gets no signature; a draft never heard of is never told (C2); an endpoint of pages hears nothing of posts', async () => {
+    const all = receiver()
+    const pages = receiver()
+    startDelivery()
+    await addWebhook(all.url)
+    await addWebhook(pages.url, { types: ['page'] })
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const draft = await publish('draft', { status: 'draft' })
+    await sql`update entry_translations set title = 'Still a draft' where entry_id = ${draft}`
+    const post = await publish('a-post')
+    const page = await publish('a-page', { type: pageId })
+    await waitFor('two messages', () => all.delivered().length === 2)
+    await waitFor('one message', () => pages.delivered().length === 1)
+    await settled()
+    await Bun.sleep(300)
+    expect(all.delivered().map((each) => [each.message.type, each.message.data.id])).toEqual([['entry.published', post], ['entry.published', page]])
+    expect(pages.delivered().map((each) => each.message.data)).toEqual([{ id: page, type: 'page', urls: { en: `${PUBLIC_URL}/api/v1/content/page/a-page?lang=en` } }])
+    expect(all.delivered()[0]!.headers['webhook-signature']).toBeUndefined()
+  })
+
+  test('a go-live with no write is told within a second of its time, and an embargoed entry is not told before', async () => {
+    const at = receiver()
+    startDelivery()
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const goLive = new Date(Date.now() + 1500)
+    const id = await publish('embargoed', { publishedAt: goLive })
+    await settled()
+    expect(at.received).toEqual([])
+    await waitFor('the go-live', () => at.delivered().length === 1, 5000)
+    const told = at.delivered()[0]!
+    expect(told.message).toMatchObject({ type: 'entry.published', data: { id, type: 'post' } })
+    expect(Date.now() - goLive.getTime()).toBeLessThan(1000 + 500)
+    expect(told.message.timestamp).toBe(goLive.toISOString())
+  })
+
+  test('a bulk write of 2 000 entries to a debounced endpoint is one content.changed message, its ids capped at 1 000 a list', async () => {
+    const at = receiver()
+    startDelivery()
+    await addWebhook(at.url, { debounceMs: 500 })
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const before = await publish('before')
+    await sql`
+      insert into entries (content_type_id, status, published_at, created_at)
+      select ${postId}, 'published', now() - interval '1 minute', now() from generate_series(1, 2000)
+    `
+    await sql`update entry_translations set title = 'Edited' where entry_id = ${before}`
+    await waitFor('one message', () => at.delivered().length === 1, 10_000)
+    await Bun.sleep(1000)
+    expect(at.delivered()).toHaveLength(1)
+    const { message } = at.delivered()[0]!
+    expect(message.type).toBe('content.changed')
+    expect(message.data.types).toEqual(['post'])
+    expect(message.data.published).toHaveLength(1000)
+    expect(message.data.published[0]).toBe(before)
+    expect(message.data.updated).toEqual([])
+    expect(message.data.truncated).toBe(true)
+  })
+
+  test('a quiet debounced endpoint is told once, after the window; changes apart by more than the window are two messages', async () => {
+    const at = receiver()
+    startDelivery()
+    await addWebhook(at.url, { debounceMs: 300, types: ['post'] })
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const first = await publish('one')
+    await sql`update entry_translations set title = 'One, edited' where entry_id = ${first}`
+    await waitFor('one message', () => at.delivered().length === 1, 5000)
+    expect(at.delivered()[0]!.message.data).toEqual({ types: ['post'], published: [first], updated: [], unpublished: [] })
+    await sql`update entries set status = 'draft' where id = ${first}`
+    await waitFor('a second message', () => at.delivered().length === 2, 5000)
+    expect(at.delivered()[1]!.message.data).toEqual({ types: ['post'], published: [], updated: [], unpublished: [first] })
+  })
+})
+
+describe('C57: delivery', () => {
+  test('a 500 is retried after about 5 s with the same id and the same body; the next message waits for it', async () => {
+    const at = receiver()
+    let failures = 1
+    at.answer = () => (failures-- > 0 ? 500 : 204)
+    startDelivery()
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const first = await publish('first')
+    await waitFor('the first attempt', () => at.received.length === 1)
+    const second = await publish('second')
+    await settled()
+    await Bun.sleep(500)
+    // In order: the second waits for the first.
+    expect(at.received).toHaveLength(1)
+    await waitFor('the retry and the next', () => at.delivered().length === 2, 10_000)
+    const [failed, retried, next] = at.received
+    expect(retried!.id).toBe(failed!.id)
+    expect(retried!.message).toEqual(failed!.message)
+    expect(retried!.at - failed!.at).toBeGreaterThan(4500)
+    expect(retried!.at - failed!.at).toBeLessThan(7000)
+    expect([failed!.message.data.id, next!.message.data.id]).toEqual([first, second])
+  })
+
+  test('410 disables the endpoint and drops what it had pending, until its row is updated; then it resumes from there', async () => {
+    const at = receiver()
+    at.answer = () => 410
+    startDelivery()
+    const id = await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    await publish('gone-1')
+    await publish('gone-2')
+    await waitFor('the 410', () => at.received.length === 1)
+    await settled()
+    await publish('while-gone')
+    await settled()
+    await Bun.sleep(300)
+    expect(at.received).toHaveLength(1)
+    expect(await pending()).toBe(0)
+    at.answer = () => 204
+    await sql`update webhooks set enabled = true where id = ${id}`
+    const after = await publish('after')
+    await waitFor('the message after', () => at.delivered().length === 1)
+    expect(at.delivered()[0]!.message.data.id).toBe(after)
+  })
+
+  test('a redirect is not followed: it is a failure, retried', async () => {
+    const target = receiver()
+    const at = receiver()
+    at.answer = () => new Response(null, { status: 307, headers: { location: target.url } })
+    startDelivery()
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    await publish('redirected')
+    await waitFor('the attempt', () => at.received.length === 1)
+    await waitFor('its failure recorded', async () => (await sql`select 1 from webhook_deliveries where last_outcome = 'status 307'`).length === 1)
+    expect(target.received).toEqual([])
+  })
+
+  test('without WEBHOOK_ALLOW_PRIVATE, a loopback address is refused, by address and by a name that resolves to it; nothing reaches the receiver', async () => {
+    const at = receiver()
+    startDelivery({ WEBHOOK_ALLOW_PRIVATE: 'false' })
+    await addWebhook(at.url)
+    await addWebhook(`http://localhost:${at.port}/hook`)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    await publish('private')
+    await waitFor('both refused', async () => (await sql`select 1 from webhook_deliveries where last_outcome like '%webhooks may not reach%'`).length === 2)
+    expect(at.received).toEqual([])
+    const outcomes = await sql<{ last_outcome: string }[]>`select last_outcome from webhook_deliveries order by webhook_id`
+    expect(outcomes.map((each) => each.last_outcome)).toEqual([expect.stringContaining('127.0.0.1'), expect.stringContaining('localhost resolves to')])
+  })
+
+  test('the address guard refuses every private, loopback, link-local, CGNAT and unspecified address, IPv4-mapped ones too, and lets public ones through', async () => {
+    for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254']) {
+      expect([address, isRefusedAddress(address)]).toEqual([address, true])
+    }
+    for (const address of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '172.32.0.1', '100.128.0.1']) {
+      expect([address, isRefusedAddress(address)]).toEqual([address, false])
+    }
+    const at = receiver()
+    expect((await sendMessage({ url: `http://[::1]:${at.port}/`, secret: null, id: 'msg_1', body: '{}' }, { allowPrivate: false })).error).toContain('::1')
+    expect((await sendMessage({ url: `http://localhost:${at.port}/`, secret: null, id: 'msg_1', body: '{}' }, { allowPrivate: false })).error).toContain('localhost resolves to')
+    expect((await sendMessage({ url: at.url, secret: null, id: 'msg_1', body: '{}' }, { allowPrivate: true })).status).toBe(204)
+    expect(at.received).toHaveLength(1)
+  })
+
+  test("the retry schedule: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h ± 10%", () => {
+    expect([0, 1, 2, 3, 4, 5].map(retryDelayMs)).toEqual([5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000])
+    for (let attempts = 6; attempts < 40; attempts++) {
+      const delay = retryDelayMs(attempts)
+      expect(delay).toBeGreaterThanOrEqual(7_200_000 * 0.9)
+      expect(delay).toBeLessThanOrEqual(7_200_000 * 1.1)
+    }
+  })
+
+  test('Retry-After of a 503 is honoured', async () => {
+    const at = receiver()
+    let first = true
+    at.answer = () => {
+      if (!first) return 204
+      first = false
+      return new Response(null, { status: 503, headers: { 'retry-after': '1' } })
+    }
+    startDelivery()
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    await publish('busy')
+    await waitFor('the retry', () => at.delivered().length === 1, 4000)
+    const [refused, retried] = at.received
+    expect(retried!.at - refused!.at).toBeGreaterThan(900)
+    expect(retried!.at - refused!.at).toBeLessThan(3000)
+  })
+})
