@@ -8,6 +8,7 @@ import { sendMessage } from '../src/webhooks/send'
 import { retryDelayMs, startWebhookDelivery } from '../src/webhooks/webhook-delivery'
 import { createTestDatabase } from './support/database'
 import { addContentType } from './support/fixtures'
+import { runScript, startService, type RunningService } from './support/service'
 import { waitFor } from './support/wait'
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver'
 
@@ -316,4 +317,103 @@ describe('C57: delivery', () => {
     expect(retried!.at - refused!.at).toBeGreaterThan(900)
     expect(retried!.at - refused!.at).toBeLessThan(3000)
   })
+})
+
+describe('C57: nothing lost, nothing twice', () => {
+  const services: RunningService[] = []
+  const serviceEnv = { DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', PUBLIC_URL, WEBHOOK_ALLOW_PRIVATE: 'true' }
+  afterEach(async () => {
+    for (const service of services.splice(0)) if (service.process.exitCode === null) await service.stop('SIGKILL')
+  })
+
+  test('the receiver down, the delivering instance killed, writes and a go-live while nothing runs: after the restart every message arrives, in order, once', async () => {
+    const at = receiver()
+    const first = await startService(serviceEnv, { direct: true })
+    services.push(first)
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1, 15_000)
+    const one = await publish('crash-1')
+    await waitFor('the first message', () => at.delivered().length === 1)
+    at.stop()
+    const two = await publish('crash-2')
+    await waitFor('a failed attempt', async () => (await sql`select 1 from webhook_deliveries where attempts > 0`).length === 1)
+    const goLive = new Date(Date.now() + 1000)
+    const four = await publish('crash-4', { publishedAt: goLive })
+    await settled()
+    // A crash: no graceful stop, the duty's session cut by the kernel.
+    await first.stop('SIGKILL')
+    const three = await publish('crash-3')
+    await sql`update entry_translations set title = 'Edited while down' where entry_id = ${one}`
+    await Bun.sleep(Math.max(0, goLive.getTime() - Date.now()) + 200)
+    at.restart()
+    services.push(await startService(serviceEnv, { direct: true }))
+    await waitFor('every message', () => at.delivered().length === 5, 20_000)
+    await Bun.sleep(500)
+    const told = at.delivered().map((each) => [each.message.type, each.message.data.id])
+    expect(told).toEqual([
+      ['entry.published', one],
+      ['entry.published', two],
+      ['entry.published', three],
+      ['entry.updated', one],
+      ['entry.published', four],
+    ])
+    expect(new Set(at.received.map((each) => each.id)).size).toBe(5)
+    expect(await pending()).toBe(0)
+  }, 60_000)
+
+  test('two instances on one database deliver each message once; when one stops, the other takes over within seconds', async () => {
+    const at = receiver()
+    const instances = [await startService(serviceEnv), await startService(serviceEnv)]
+    services.push(...instances)
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1, 15_000)
+    const ids: number[] = []
+    for (let index = 0; index < 20; index++) ids.push(await publish(`twice-${index}`))
+    await waitFor('20 messages', () => at.delivered().length === 20, 15_000)
+    for (const instance of instances) {
+      await instance.stop()
+      const more: number[] = []
+      if (instance === instances[1]) break
+      for (let index = 0; index < 5; index++) more.push(await publish(`after-${index}`))
+      ids.push(...more)
+      await waitFor('the messages after the stop', () => at.delivered().length === ids.length, 15_000)
+    }
+    await Bun.sleep(500)
+    expect(at.delivered().map((each) => each.message.data.id)).toEqual(ids)
+    expect(new Set(at.received.map((each) => each.id)).size).toBe(at.received.length)
+  }, 60_000)
+
+  test('bun run webhooks: add (with a secret, types and a debounce), list, test (verified by the receiver), remove; bad input says why and writes nothing', async () => {
+    const env = { DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE: 'true' }
+    const added = await runScript('webhooks', env, ['add', 'http://127.0.0.1:9/hook/secret-path', '--types', 'post,page', '--debounce', '10s', '--secret'])
+    expect([added.code, added.stderr]).toEqual([0, ""])
+    const id = /Added webhook (\d+)/.exec(added.stdout)![1]!
+    const key = /(whsec_[A-Za-z0-9+/=]+)/.exec(added.stdout)![1]!
+    const [row] = await sql<{ types: string; debounce_ms: number; secret: string }[]>`select types::text, debounce_ms, secret from webhooks where id = ${id}`
+    expect(row).toEqual({ types: '{post,page}', debounce_ms: 10_000, secret: key })
+    const listed = await runScript('webhooks', env, ['list'])
+    expect(listed.stdout).toContain(`${id}\thttp://127.0.0.1:9/hook/secret-path\tenabled\ttypes post,page, debounce 10000 ms, signed\t0 pending`)
+    const at = receiver(key)
+    await sql`update webhooks set url = ${at.url} where id = ${id}`
+    const tried = await runScript('webhooks', env, ['test', id])
+    expect([tried.code, tried.stdout.trim()]).toEqual([0, `Webhook ${id} answered 204.`])
+    expect(at.rejected).toEqual([])
+    expect(at.delivered().map((each) => each.message)).toEqual([{ type: 'webhook.test', timestamp: expect.any(String), data: { webhook: Number(id) } }])
+    const refused = await runScript('webhooks', { DATABASE_URL: db.url }, ['test', id])
+    expect([refused.code, refused.stdout.trim()]).toEqual([1, `Webhook ${id} failed: the address 127.0.0.1 is one webhooks may not reach (WEBHOOK_ALLOW_PRIVATE=true allows it).`])
+    const removed = await runScript('webhooks', env, ['remove', id])
+    expect(removed.stdout.trim()).toBe(`Removed webhook ${id}.`)
+    expect(await sql`select 1 from webhooks`).toHaveLength(0)
+    for (const [args, message] of [
+      [['add', 'ftp://example.com/'], "A webhook's URL is http(s): ftp:."],
+      [['add', 'https://example.com/', '--debounce', 'soon'], '--debounce takes a duration: 500ms, 10s, 2m (not soon).'],
+      [['remove', 'x'], "A webhook's id is a number: x."],
+      [['remove', '424242'], 'There is no webhook 424242.'],
+      [['frobnicate'], 'Not a webhooks command: frobnicate.'],
+    ] as const) {
+      const result = await runScript('webhooks', env, [...args])
+      expect([result.code, result.stderr.split('\n')[0]]).toEqual([2, message])
+    }
+    expect(await sql`select 1 from webhooks`).toHaveLength(0)
+  }, 60_000)
 })

@@ -42,7 +42,8 @@ runCommand(async (onFailure) => {
     if (parsed.command === 'add') {
       const secret = parsed.secret ? `whsec_${randomBytes(32).toString('base64')}` : null
       const [row] = await sql<{ id: string }[]>`
-        insert into webhooks (url, secret, types, debounce_ms) values (${parsed.url}, ${secret}, ${parsed.types}, ${parsed.debounceMs})
+        insert into webhooks (url, secret, types, debounce_ms)
+        values (${parsed.url}, ${secret}, string_to_array(${parsed.types?.join(',') ?? null}::text, ','), ${parsed.debounceMs})
         returning id::text
       `
       console.log(`Added webhook ${row!.id}: ${parsed.url}`)

@@ -26,10 +26,13 @@ export interface RunningService {
 
 /**
  * Runs `bun run start` (or `script`: `dev`) as a user would and waits until it says it is serving.
+ * With `direct`, runs `bun src/main.ts` itself, with no `bun run` in between: a SIGKILL then kills the
+ * service, as a crash would.
  * @example const service = await startService({ DATA_DIR: dir, PORT: '0' })
  */
-export async function startService(env: Record<string, string>, { timeoutMs = 60_000, keepOutput = true, cwd = ROOT, script = 'start' } = {}): Promise<RunningService> {
-  const child = Bun.spawn(['bun', 'run', '--silent', script], { cwd, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+export async function startService(env: Record<string, string>, { timeoutMs = 60_000, keepOutput = true, cwd = ROOT, script = 'start', direct = false } = {}): Promise<RunningService> {
+  const argv = direct ? [process.execPath, join(ROOT, 'src', 'main.ts')] : ['bun', 'run', '--silent', script]
+  const child = Bun.spawn(argv, { cwd, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   let text = ''
   let started = false
   const collect = async (stream: ReadableStream<Uint8Array>) => {
