@@ -97,7 +97,7 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect(Object.keys(document.components.schemas)).toEqual([
       'ContentItem', 'ContentItemFields', 'Author', 'FeaturedImage', 'Term', 'Alternate', 'Highlights', 'ListMeta', 'ContentList', 'ContentEntry', 'SyncPage',
       'Language', 'LanguageList', 'ContentTypeSummary', 'ContentTypeList', 'Taxonomy', 'TaxonomyList', 'TermSummary', 'TermList', 'ApiIndex',
-      'Status', 'Readiness', 'Error',
+      'Status', 'Readiness', 'WebhookEntryPublished', 'WebhookEntryUpdated', 'WebhookEntryUnpublished', 'WebhookContentChanged', 'Error',
     ])
     const item = document.components.schemas.ContentItem
     expect(item.required).toEqual(C12_KEYS)

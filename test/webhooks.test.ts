@@ -9,6 +9,8 @@ import { retryDelayMs, startWebhookDelivery } from '../src/webhooks/webhook-deli
 import { createTestDatabase } from './support/database'
 import { addContentType } from './support/fixtures'
 import { runScript, startService, type RunningService } from './support/service'
+import { fetchOpenApiText } from './support/openapi'
+import { documentChecker } from './support/openapi-validation'
 import { waitFor } from './support/wait'
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver'
 
@@ -93,8 +95,13 @@ async function pending(): Promise<number> {
   return count
 }
 
+const checkDocument = documentChecker(JSON.parse(await fetchOpenApiText()))
+
 afterEach(async () => {
   for (const each of running.splice(0)) await each.stop()
+  // Every message any test received is what the OpenAPI document's `webhooks` describe (but the CLI's test message).
+  const received = receivers.flatMap((each) => each.received).filter((each) => each.message.type !== 'webhook.test' && each.message.type !== undefined)
+  expect(received.flatMap((each) => checkDocument.webhook(each.message.type, each.message))).toEqual([])
   for (const each of receivers.splice(0)) each.stop()
   await sql`delete from webhooks`
   await sql`delete from webhook_reader`
@@ -227,7 +234,7 @@ describe('C57: delivery', () => {
     expect(retried!.at - failed!.at).toBeGreaterThan(4500)
     expect(retried!.at - failed!.at).toBeLessThan(7000)
     expect([failed!.message.data.id, next!.message.data.id]).toEqual([first, second])
-  })
+  }, 30_000)
 
   test('410 disables the endpoint and drops what it had pending, until its row is updated; then it resumes from there', async () => {
     const at = receiver()
@@ -316,7 +323,7 @@ describe('C57: delivery', () => {
     const [refused, retried] = at.received
     expect(retried!.at - refused!.at).toBeGreaterThan(900)
     expect(retried!.at - refused!.at).toBeLessThan(3000)
-  })
+  }, 30_000)
 })
 
 describe('C57: nothing lost, nothing twice', () => {

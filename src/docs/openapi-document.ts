@@ -5,6 +5,7 @@ import { contentOpenApi } from '../content/openapi-paths'
 import { ErrorBody } from '../content/schemas'
 import { demoMediaOpenApi } from '../demo/media'
 import { discoveryOpenApi } from '../discovery/openapi-paths'
+import { webhooksOpenApi } from '../webhooks/openapi-webhooks'
 import { healthOpenApi } from '../http/health'
 import { EVERY_ANSWER, errorResponse, headers, ref, type Json, type OpenApiDeclaration, type OpenApiDocument, type Operation, type PathDeclaration } from '../http/openapi-declarations'
 import { RESPONSE_HEADERS, type ResponseHeaderName } from '../http/response-headers'
@@ -57,6 +58,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
     apiDocumentationOpenApi(),
     ...(demoMedia ? [demoMediaOpenApi()] : []),
     healthOpenApi(),
+    webhooksOpenApi(),
   ]
   const schemas = Object.assign({}, ...families.map((family) => family.schemas ?? {}), { Error: ErrorBody }) as Record<string, unknown>
   const names = new Map<object, string>(Object.entries(schemas).map(([name, schema]) => [schema as object, name]))
@@ -93,8 +95,10 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
       { name: 'sync', description: 'Sync and events: following changes, a copy of a type kept up to date (C48) and a live stream of what changed (C49)' },
       { name: 'documentation', description: 'This document, its reference page, and the way there' },
       { name: 'operations', description: 'Probes for orchestrators and load balancers' },
+      { name: 'webhooks', description: 'What the service sends to the endpoints of the `webhooks` table (C57): a message per change, or one per quiet window for build hooks; Standard Webhooks headers and signatures' },
     ],
     paths,
+    webhooks: Object.assign({}, ...families.map((family) => family.webhooks ?? {})),
     components: {
       schemas: Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, referencing(schema, names, schema)])),
       parameters: {

@@ -36,6 +36,8 @@ export interface OpenApiDeclaration {
   schemas?: Record<string, unknown>
   parameters?: Record<string, Json>
   responses?: Record<string, Json>
+  /** OpenAPI 3.1's top-level `webhooks`: what the service sends (C57). */
+  webhooks?: Record<string, Json>
 }
 
 export const ref = (kind: 'schemas' | 'parameters' | 'responses' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` })

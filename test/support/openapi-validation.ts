@@ -26,7 +26,18 @@ export function documentChecker(document: Record<string, any>) {
     return validate
   }
 
-  return function check(method: string, path: string, response: { status: number; headers: Headers; text: string }): string[] {
+  /**
+   * C57: what the document says an endpoint receives as `webhook` (its top-level `webhooks`), checked against a
+   * message received.
+   */
+  check.webhook = (webhook: string, message: unknown): string[] => {
+    if (!document.webhooks?.[webhook]) return [`the webhook ${webhook} is not documented`]
+    const validate = validatorAt(`/webhooks/${token(webhook)}/post/requestBody/content/application~1json/schema`)
+    return validate(message) ? [] : [`${webhook}: ${ajv.errorsText(validate.errors)}`]
+  }
+  return check
+
+  function check(method: string, path: string, response: { status: number; headers: Headers; text: string }): string[] {
     const operation = document.paths[path]?.[method]
     if (!operation) return [`${method} ${path} is not documented`]
     const status = String(response.status)
