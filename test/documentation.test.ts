@@ -5,6 +5,8 @@ import { join, relative } from 'node:path'
 import { seedDemo } from '../src/demo/seed-demo'
 import { loadExtensions } from '../src/hooks/loader'
 import { syncFolder } from '../examples/sync-folder'
+import { startReceiver, type VitrineMessage } from '../examples/webhook-receiver'
+import { sendMessage } from '../src/webhooks/send'
 import { testApp } from './support/app'
 import { cachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
@@ -151,7 +153,7 @@ describe('every curl line of the documentation answers as the text says', () => 
 
 describe('every example under examples/ and src/hooks/examples/ loads and runs', () => {
   test('examples/ holds only the examples this test knows how to run', async () => {
-    expect((await readdir(join(ROOT, 'examples'))).sort()).toEqual(['live-list.html', 'sync-folder.ts'])
+    expect((await readdir(join(ROOT, 'examples'))).sort()).toEqual(['live-list.html', 'sync-folder.ts', 'webhook-receiver.ts'])
   })
 
   test('examples/sync-folder.ts copies the demo posts, as docs/sync-and-events.md says, then has nothing new', async () => {
@@ -179,6 +181,25 @@ describe('every example under examples/ and src/hooks/examples/ loads and runs',
       expect([target, response.status]).toEqual([target, 200])
       if (body) expect(body.data.length).toBe(10)
       else expect(response.headers.get('content-type')).toStartWith('text/event-stream')
+    }
+  })
+
+  test('examples/webhook-receiver.ts, as docs/webhooks.md runs it: takes a message the service signs (once, though sent twice), refuses a forged or unsigned one', async () => {
+    const secret = `whsec_${Buffer.from('a secret of thirty-two bytes!!!!').toString('base64')}`
+    const got: [string, VitrineMessage][] = []
+    const server = startReceiver({ secret, port: 0, onMessage: (message, id) => void got.push([id, message]) })
+    try {
+      const url = `http://127.0.0.1:${server.port}/`
+      const body = JSON.stringify({ type: 'entry.updated', timestamp: new Date().toISOString(), data: { id: 7, type: 'post', urls: {} } })
+      const signed = { url, secret, id: 'msg_example', body }
+      expect((await sendMessage(signed, { allowPrivate: true })).status).toBe(204)
+      expect((await sendMessage(signed, { allowPrivate: true })).status).toBe(204)
+      expect(got).toEqual([['msg_example', JSON.parse(body)]])
+      expect((await sendMessage({ ...signed, secret: `whsec_${Buffer.from('another secret of 32 bytes!!!!!!').toString('base64')}` }, { allowPrivate: true })).status).toBe(401)
+      expect((await sendMessage({ ...signed, secret: null }, { allowPrivate: true })).status).toBe(401)
+      expect(got).toHaveLength(1)
+    } finally {
+      server.stop(true)
     }
   })
 

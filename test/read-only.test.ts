@@ -47,6 +47,9 @@ describe('read-only by construction', () => {
       expect((await fetch(`${service.url}/readyz`)).status).toBe(200)
       expect(service.output()).not.toContain('"level":"error"')
       expect(service.output()).not.toContain('pending migrations')
+      // C57: such a role cannot keep the webhook tables: said once, then no webhook is tried.
+      await Bun.sleep(300)
+      expect(service.output().split('may not write the webhook tables').length - 1).toBe(1)
       // C18: the reader compares the kept counts (at start) but may neither rebuild nor fold them.
       expect(service.output()).not.toContain('could not compare the kept live entry counts')
       const reader = connectDatabase(url.toString(), { max: 1 })

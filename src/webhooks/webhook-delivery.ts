@@ -76,6 +76,8 @@ export class WebhookDelivery implements ChangeHandlers {
   #reading: Promise<void> | null = null
   #readAgain = false
   #closed = false
+  /** The role may not write the webhook tables: nothing is read or delivered until a restart. */
+  #forbidden = false
   readonly #runners = new Map<number, { again: boolean }>()
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
   #goLive: ReturnType<typeof setTimeout> | undefined
@@ -124,7 +126,7 @@ export class WebhookDelivery implements ChangeHandlers {
   onLanguages(): void {}
 
   #requestRead(): void {
-    if (this.#closed || !this.#onDuty) return
+    if (this.#closed || !this.#onDuty || this.#forbidden) return
     if (this.#reading) {
       this.#readAgain = true
       return
@@ -260,6 +262,12 @@ export class WebhookDelivery implements ChangeHandlers {
       })
     } catch (error) {
       if (duty !== this.#duty) return
+      if ((error as { code?: string }).code === '42501') {
+        // A role that may only read (docs/operations.md): it cannot keep the webhook tables, so there are no webhooks.
+        this.#options.log.warn('webhooks: this database role may not write the webhook tables, so no webhook is delivered; grant it their rights to deliver them (docs/webhooks.md, "Permissions")', { error })
+        this.#forbidden = true
+        return
+      }
       this.#options.log.warn('webhooks: the change log could not be read into messages; trying again', { error })
       this.#later(() => this.#requestRead(), RETRY_MS)
       return
