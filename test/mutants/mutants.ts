@@ -43,6 +43,7 @@ const EDGE = ['test/edge-purger.test.ts']
 const SEARCH_BOX = ['test/search-box.test.ts']
 const READS = ['test/declared-reads.test.ts']
 const ANY_WRITER = 'test/any-writer.test.ts'
+const WEBHOOKS = ['test/webhooks.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -928,5 +929,30 @@ export const MUTANTS: Mutant[] = [
     regression: 'C54: with translations declared the item\'s title comes from the lean row while the model also loads them: the page reads translations twice',
     edits: [{ file: 'src/content/statement-fragments.ts', find: "modelParts.has('translations') ? null : translation,", replace: 'translation,' }],
     tests: READS,
+  },
+  // C57: webhooks.
+  {
+    id: 'webhook-lost-on-crash',
+    regression: 'C57: a message leaves the table when it is sent, not when it is delivered: a receiver down when the instance crashes never gets it',
+    edits: [{ file: 'src/webhooks/webhook-delivery.ts', find: '        const attemptedAt = Date.now()\n', replace: '        const attemptedAt = Date.now()\n        await sql`delete from webhook_deliveries where id = ${message.id}::int8`\n' }],
+    tests: WEBHOOKS,
+  },
+  {
+    id: 'webhook-retry-new-id',
+    regression: 'C57: a retry is a new message (a new webhook-id): receivers cannot tell it from another change',
+    edits: [{ file: 'src/webhooks/webhook-delivery.ts', find: '        last_outcome = ${outcome}\n', replace: "        last_outcome = ${outcome}, message_id = 'msg_' || md5(random()::text)\n" }],
+    tests: WEBHOOKS,
+  },
+  {
+    id: 'webhook-go-live-unsent',
+    regression: 'C57: an entry whose publication time comes with no write is never told (the scheduled post of Ghost#10226)',
+    edits: [{ file: 'src/webhooks/webhook-statement.ts', find: '          and e.published_at > ${at}\n          and e.published_at <= now()\n      ) g', replace: '          and false\n      ) g' }],
+    tests: WEBHOOKS,
+  },
+  {
+    id: 'webhook-guard-names-skipped',
+    regression: 'C57: the address guard checks literal addresses only: a host name that resolves to loopback or to the metadata address is delivered to',
+    edits: [{ file: 'src/webhooks/address-guard.ts', find: 'const refused = allowPrivate ? undefined : addresses.find((each) => isRefusedAddress(each.address))', replace: 'const refused = undefined as { address: string } | undefined' }],
+    tests: WEBHOOKS,
   },
 ]
