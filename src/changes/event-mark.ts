@@ -27,8 +27,9 @@ const ID_SYNTAX = /^(\d{1,18})\.(\d{1,18})(?:\.(\d{1,20}(?:-\d{1,20})*))?$/
 
 /**
  * The `id:` of an event, which a client sends back as `Last-Event-ID`:
- * `<position>.<microseconds>[.<xid>-<xid>…]`, the same on every instance and
- * across restarts.
+ * `<position>.<microseconds>[.<xid>-<xid>…]`, resumable on every instance and
+ * across restarts (the microseconds are those of the read that made it: two
+ * instances reading one change make ids that differ there).
  * @example encodeEventMark({ position: '42', inProgress: [], atMicros: '1764000000000000' }) // '42.1764000000000000'
  */
 export function encodeEventMark(mark: EventMark): string {
