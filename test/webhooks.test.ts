@@ -212,6 +212,58 @@ describe('C57: messages', () => {
   })
 })
 
+  test('an entry moved from posts to pages: unpublished in post, published in page; each endpoint hears its side', async () => {
+    const all = receiver()
+    const posts = receiver()
+    const pages = receiver()
+    startDelivery()
+    await addWebhook(all.url)
+    await addWebhook(posts.url, { types: ['post'] })
+    await addWebhook(pages.url, { types: ['page'] })
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const id = await publish('moving')
+    await waitFor('the publication', () => posts.delivered().length === 1)
+    for (let round = 0; round < 3; round++) {
+      const [from, to] = round % 2 === 0 ? [postId, pageId] : [pageId, postId]
+      const [fromSlug, toSlug] = round % 2 === 0 ? ['post', 'page'] : ['page', 'post']
+      const before = all.delivered().length
+      await sql`update entries set content_type_id = ${to} where id = ${id} and content_type_id = ${from}`
+      await waitFor('the move', () => all.delivered().length === before + 2)
+      expect(all.delivered().slice(before).map((each) => [each.message.type, each.message.data.type, Object.keys(each.message.data.urls)])).toEqual([
+        ['entry.unpublished', fromSlug, []],
+        ['entry.published', toSlug, ['en']],
+      ])
+    }
+    await settled()
+    await Bun.sleep(300)
+    expect(posts.delivered().map((each) => each.message.type)).toEqual(['entry.published', 'entry.unpublished', 'entry.published', 'entry.unpublished'])
+    expect(pages.delivered().map((each) => each.message.type)).toEqual(['entry.published', 'entry.unpublished', 'entry.published'])
+    // Moved and deleted in one read: it was live, it is told gone, in the type it was in.
+    const before = all.delivered().length
+    await sql.begin(async (tx) => {
+      await tx`update entries set content_type_id = ${postId} where id = ${id}`
+      await tx`delete from entries where id = ${id}`
+    })
+    await waitFor('the removal', () => all.delivered().length === before + 1)
+    expect(all.delivered()[before]!.message).toMatchObject({ type: 'entry.unpublished', data: { id, type: 'page', urls: {} } })
+  })
+
+  test('a debounce of 24 days beside another endpoint: both are told (its window is computed in 64 bits); a debounce set to 0 sends what it had gathered', async () => {
+    const long = receiver()
+    const plain = receiver()
+    startDelivery()
+    const longId = await addWebhook(long.url, { debounceMs: 2_000_000_000 })
+    await addWebhook(plain.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    const id = await publish('long-window')
+    await waitFor('the plain message', () => plain.delivered().length === 1)
+    await waitFor('the gathered window', async () => (await sql`select 1 from webhook_positions where webhook_id = ${longId} and gathered is not null`).length === 1)
+    expect(long.received).toEqual([])
+    await sql`update webhooks set debounce_ms = 0 where id = ${longId}`
+    await waitFor('what it gathered', () => long.delivered().length === 1, 10_000)
+    expect(long.delivered()[0]!.message).toMatchObject({ type: 'content.changed', data: { types: ['post'], published: [id] } })
+  }, 20_000)
+
 describe('C57: delivery', () => {
   test('a 500 is retried after about 5 s with the same id and the same body; the next message waits for it', async () => {
     const at = receiver()
@@ -285,10 +337,11 @@ describe('C57: delivery', () => {
   })
 
   test('the address guard refuses every private, loopback, link-local, CGNAT and unspecified address, IPv4-mapped ones too, and lets public ones through', async () => {
-    for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254']) {
+    // The IPv6 forms a gateway translates to IPv4 (NAT64, 6to4, Teredo, SIIT, IPv4-compatible) are refused whole.
+    for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '64:ff9b::7f00:1', '2002:7f00:1::', '::ffff:0:127.0.0.1', '::127.0.0.1', '2001:0:4136:e378:8000:63bf:3fff:fdd2']) {
       expect([address, isRefusedAddress(address)]).toEqual([address, true])
     }
-    for (const address of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '172.32.0.1', '100.128.0.1']) {
+    for (const address of ['93.184.216.34', '1.1.1.1', '::ffff:93.184.216.34', '2606:4700:4700::1111', '172.32.0.1', '100.128.0.1']) {
       expect([address, isRefusedAddress(address)]).toEqual([address, false])
     }
     const at = receiver()
@@ -305,6 +358,43 @@ describe('C57: delivery', () => {
       expect(delay).toBeGreaterThanOrEqual(7_200_000 * 0.9)
       expect(delay).toBeLessThanOrEqual(7_200_000 * 1.1)
     }
+  })
+
+  test('Retry-After: 0 is not a loop: the next attempt waits a second at least', async () => {
+    const at = receiver()
+    let refusals = 2
+    at.answer = () => (refusals-- > 0 ? new Response(null, { status: 503, headers: { 'retry-after': '0' } }) : 204)
+    startDelivery()
+    await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    await publish('retry-after-zero')
+    await waitFor('the delivery', () => at.delivered().length === 1, 6000)
+    expect(at.received).toHaveLength(3)
+    expect(at.received[1]!.at - at.received[0]!.at).toBeGreaterThan(900)
+    expect(at.received[2]!.at - at.received[1]!.at).toBeGreaterThan(900)
+  }, 20_000)
+
+  test('an endpoint disabled while its queue is being sent is told nothing more (the message in flight aside)', async () => {
+    const at = receiver()
+    at.answer = () => {
+      Bun.sleepSync(100)
+      return 204
+    }
+    startDelivery()
+    const id = await addWebhook(at.url)
+    await waitFor('the reader to start', async () => (await sql`select 1 from webhook_reader`).length === 1)
+    await sql.begin(async (tx) => {
+      for (let index = 0; index < 10; index++) {
+        const [row] = await tx<{ id: number }[]>`insert into entries (content_type_id, status, published_at) values (${postId}, 'published', now() - interval '1 minute') returning id::float8 as id`
+        await tx`insert into entry_translations (entry_id, language_code, title, slug) values (${row!.id}, 'en', 'Queued', ${`queued-${index}`})`
+      }
+    })
+    await waitFor('the first message', () => at.received.length >= 1)
+    await sql`update webhooks set enabled = false where id = ${id}`
+    const seen = at.received.length
+    await Bun.sleep(1500)
+    expect(at.received.length).toBeLessThanOrEqual(seen + 1)
+    expect(at.received.length).toBeLessThan(10)
   })
 
   test('Retry-After of a 503 is honoured', async () => {

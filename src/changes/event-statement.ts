@@ -196,7 +196,7 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
 
 /**
  * The change log's rows after a mark, as columns `content_type_id, entry_id,
- * shared_table, shared_id, left_from, changed_at, position`: each type's rows
+ * shared_table, shared_id, left_from, changed_at, position, xid`: each type's rows
  * by change_log_type_position (the log has no index on position alone), each
  * part an index range in a generic plan too (which the driver's prepared
  * statement gets after five runs: without the fences it scanned the whole log
@@ -209,7 +209,7 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
 export function changeLogSince(sql: Sql, position: string, inProgress: string, limit: number | null): PendingQuery<Row[]> {
   const cap = limit === null ? sql`` : sql`limit ${limit}::int8`
   return sql`
-      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position
+      select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position, c.xid
       from (select id from content_types) t
       cross join lateral (
         select *
@@ -222,7 +222,7 @@ export function changeLogSince(sql: Sql, position: string, inProgress: string, l
       union all
       select *
       from (
-        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position
+        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position, c.xid
         from change_log c
         where c.content_type_id is null
           and c.position > ${position}::int8
@@ -232,7 +232,7 @@ export function changeLogSince(sql: Sql, position: string, inProgress: string, l
       union all
       select *
       from (
-        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position
+        select c.content_type_id, c.entry_id, c.shared_table, c.shared_id, c.left_from, c.changed_at, c.position, c.xid
         from change_log c
         where c.xid = any (${inProgress}::xid8[])
         ${cap}

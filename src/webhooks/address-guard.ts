@@ -24,6 +24,14 @@ export const REFUSED_RANGES: readonly AddressRange[] = [
   'fc00::/7', // unique local
   'fe80::/10', // link-local
   'ff00::/8', // multicast
+  // IPv6 forms that carry an IPv4 address a gateway translates to: any IPv4 address behind them, loopback and
+  // private ones included, so all of them.
+  '::/96', // IPv4-compatible (deprecated)
+  '::ffff:0:0:0/96', // IPv4-translated (SIIT)
+  '64:ff9b::/96', // NAT64, well-known prefix
+  '64:ff9b:1::/48', // NAT64, local use
+  '2001::/32', // Teredo
+  '2002::/16', // 6to4
 ].map((text) => parseAddressRange(text)!)
 
 /** Why a delivery was not even tried: its address is one of REFUSED_RANGES. */

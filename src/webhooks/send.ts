@@ -67,15 +67,16 @@ export function sendMessage(message: OutgoingMessage, options: { allowPrivate: b
       url,
       { method: 'POST', headers, lookup: guardedLookup(options.allowPrivate) as never, agent: false },
       (response) => {
+        // The status line decides: a 2xx whose body is slow is delivered, not retried (and sent twice).
+        settle({ status: response.statusCode, retryAfterMs: retryAfter(response.statusCode, response.headers['retry-after']) })
         let read = 0
         response.on('data', (chunk: Buffer) => {
           read += chunk.length
           if (read > MAX_ANSWER_BYTES) response.destroy()
         })
-        const done = () => settle({ status: response.statusCode, retryAfterMs: retryAfter(response.statusCode, response.headers['retry-after']) })
-        response.on('end', done)
-        response.on('close', done)
-        response.on('error', done)
+        response.on('error', () => {})
+        // What is left of the body is read and dropped, for at most the attempt's time.
+        setTimeout(() => response.destroy(), timeoutMs).unref()
       },
     )
     const timer = setTimeout(() => {
@@ -96,9 +97,11 @@ function describe(error: NodeJS.ErrnoException): string {
 /** `Retry-After` (seconds, or an HTTP date) of a 429 or a 503, in milliseconds, capped at an hour. */
 function retryAfter(status: number | undefined, header: string | undefined): number | undefined {
   if ((status !== 429 && status !== 503) || !header) return undefined
-  const seconds = /^\d+$/.test(header.trim()) ? Number(header.trim()) * 1000 : Date.parse(header) - Date.now()
-  if (!Number.isFinite(seconds)) return undefined
-  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, seconds))
+  // Whole seconds or an HTTP date (RFC 9110); anything else (1.5, -1) is not a Retry-After: the schedule decides.
+  const text = header.trim()
+  const ms = /^\d{1,10}$/.test(text) ? Number(text) * 1000 : /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text) ? Date.parse(text) - Date.now() : NaN
+  if (!Number.isFinite(ms)) return undefined
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms))
 }
 
 /**

@@ -38,6 +38,8 @@ export interface WebhookDeliveryOptions {
   retentionDays: number
   /** C57's 15 s; the tests shorten it. */
   attemptTimeoutMs?: number
+  /** The role may not write the webhook tables: give the duty up. */
+  onForbidden?: () => void
 }
 
 interface Endpoint {
@@ -80,6 +82,8 @@ export class WebhookDelivery implements ChangeHandlers {
   #forbidden = false
   readonly #runners = new Map<number, { again: boolean }>()
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
+  /** Each endpoint's one timer for its next run, with when it fires (performance.now()). */
+  readonly #runTimers = new Map<number, { timer: ReturnType<typeof setTimeout>; at: number }>()
   #goLive: ReturnType<typeof setTimeout> | undefined
   #tick: ReturnType<typeof setInterval> | undefined
   #queues: WebhookQueue[] = []
@@ -106,6 +110,7 @@ export class WebhookDelivery implements ChangeHandlers {
     clearTimeout(this.#goLive)
     for (const timer of this.#timers) clearTimeout(timer)
     this.#timers.clear()
+    this.#runTimers.clear()
   }
 
   close(): void {
@@ -148,7 +153,9 @@ export class WebhookDelivery implements ChangeHandlers {
     let windowDueInMs = null as number | null
     const told = new Set<number>()
     try {
-      await this.#options.sql.begin(async (tx) => {
+      // Repeatable read: the endpoints and the change log from one snapshot, so that a change committed after an
+      // endpoint was added is read with that endpoint, never consumed before it is seen.
+      await this.#options.sql.begin('isolation level repeatable read', async (tx) => {
         const [reader] = await tx<{ mark: EventMark | null }[]>`
           select json_build_object(
             'position', position::text,
@@ -225,11 +232,11 @@ export class WebhookDelivery implements ChangeHandlers {
           `
         }
         // Windows that closed: quiet for debounce_ms, or open for max(10 × debounce_ms, 60 s).
-        const windows = !active.some((endpoint) => endpoint.debounce_ms > 0) ? [] : await tx<{ webhook_id: number; gathered: Gathered; due_in_ms: number; now_ms: number }[]>`
+        const windows = await tx<{ webhook_id: number; gathered: Gathered; due_in_ms: number; now_ms: number }[]>`
           select p.webhook_id::float8 as webhook_id, p.gathered,
             greatest(0, extract(epoch from least(
               p.last_change_at + w.debounce_ms * interval '1 millisecond',
-              p.gathering_since + greatest(10 * w.debounce_ms, ${LONGEST_WINDOW_MS}) * interval '1 millisecond'
+              p.gathering_since + greatest(10::int8 * w.debounce_ms, ${LONGEST_WINDOW_MS}::int8) * interval '1 millisecond'
             ) - now()) * 1000)::float8 as due_in_ms,
             (extract(epoch from now()) * 1000)::float8 as now_ms
           from webhook_positions p
@@ -266,6 +273,8 @@ export class WebhookDelivery implements ChangeHandlers {
         // A role that may only read (docs/operations.md): it cannot keep the webhook tables, so there are no webhooks.
         this.#options.log.warn('webhooks: this database role may not write the webhook tables, so no webhook is delivered; grant it their rights to deliver them (docs/webhooks.md, "Permissions")', { error })
         this.#forbidden = true
+        // Another instance, under a role that may, takes the duty.
+        this.#options.onForbidden?.()
         return
       }
       this.#options.log.warn('webhooks: the change log could not be read into messages; trying again', { error })
@@ -315,7 +324,7 @@ export class WebhookDelivery implements ChangeHandlers {
       () => this.#ran(webhookId, state),
       (error) => {
         this.#options.log.error('webhooks: delivery failed; trying again', { webhook: webhookId, error })
-        this.#later(() => this.#run(webhookId), RETRY_MS)
+        this.#runLater(webhookId, RETRY_MS)
         this.#ran(webhookId, state)
       },
     )
@@ -347,8 +356,17 @@ export class WebhookDelivery implements ChangeHandlers {
       for (const message of batch) {
         if (duty !== this.#duty) return
         if (message.wait_ms > 0) {
-          this.#later(() => this.#run(webhookId), message.wait_ms)
+          this.#runLater(webhookId, message.wait_ms)
           return
+        }
+        // C57: an endpoint disabled (or deleted) while its batch is sent is told nothing more.
+        if (batch.indexOf(message) > 0) {
+          const [still] = await sql<{ active: boolean }[]>`
+            select w.enabled and (p.gone_version is null or p.gone_version <> w.xmin::text) as active
+            from webhooks w left join webhook_positions p on p.webhook_id = w.id
+            where w.id = ${webhookId}::int8
+          `
+          if (!still?.active) return
         }
         const attemptedAt = Date.now()
         const attempt = await sendMessage({ url: message.url, secret: message.secret, id: message.message_id, body: message.body }, { allowPrivate: this.#options.allowPrivate, timeoutMs: this.#options.attemptTimeoutMs })
@@ -370,13 +388,17 @@ export class WebhookDelivery implements ChangeHandlers {
     }
     if (attempt.status === 410) {
       // C57: gone: disabled until its row is updated (its version changes), with everything it had pending.
-      await sql.begin(async (tx) => {
-        await tx`
-          insert into webhook_positions (webhook_id, gone_version) values (${webhookId}::int8, ${message.version})
+      const disabled = await sql.begin(async (tx) => {
+        // Only the row's version that answered: a row updated meanwhile (a new URL) is not disabled, nor its queue dropped.
+        const gone = await tx`
+          insert into webhook_positions (webhook_id, gone_version)
+          select w.id, w.xmin::text from webhooks w where w.id = ${webhookId}::int8 and w.xmin::text = ${message.version}
           on conflict (webhook_id) do update set gone_version = excluded.gone_version, gathered = null, gathering_since = null, last_change_at = null
         `
-        await tx`delete from webhook_deliveries where webhook_id = ${webhookId}::int8`
+        if (gone.count > 0) await tx`delete from webhook_deliveries where webhook_id = ${webhookId}::int8`
+        return gone.count > 0
       })
+      if (!disabled) return true
       recordWebhookDelivery(webhookId, 'gone')
       this.#options.log.warn('webhooks: an endpoint answered 410 Gone; it is disabled until its row in webhooks is updated', where)
       return false
@@ -389,7 +411,9 @@ export class WebhookDelivery implements ChangeHandlers {
       this.#options.log.error('webhooks: a message was given up, 24 hours after its first attempt', { ...where, attempts: message.attempts + 1, outcome })
       return true
     }
-    const delayMs = attempt.retryAfterMs ?? retryDelayMs(message.attempts)
+    // C57's Retry-After, at least a second (a 0 would be a loop); the last attempt at 24 h after the first.
+    const scheduled = attempt.retryAfterMs === undefined ? retryDelayMs(message.attempts) : Math.max(1000, attempt.retryAfterMs)
+    const delayMs = Math.max(0, Math.min(scheduled, firstAttemptMs + GIVE_UP_AFTER_MS - Date.now()))
     await sql`
       update webhook_deliveries
       set attempts = attempts + 1,
@@ -400,8 +424,26 @@ export class WebhookDelivery implements ChangeHandlers {
     `
     recordWebhookDelivery(webhookId, 'failed')
     this.#options.log.warn('webhooks: an attempt failed; it is retried with the same id', { ...where, outcome, retryInMs: Math.round(delayMs) })
-    this.#later(() => this.#run(webhookId), delayMs)
+    this.#runLater(webhookId, delayMs)
     return false
+  }
+
+  /** The endpoint's runner again after `ms`: one timer per endpoint, the earliest kept. */
+  #runLater(webhookId: number, ms: number): void {
+    const at = performance.now() + ms
+    const pending = this.#runTimers.get(webhookId)
+    if (pending && pending.at <= at) return
+    if (pending) {
+      clearTimeout(pending.timer)
+      this.#timers.delete(pending.timer)
+    }
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer)
+      this.#runTimers.delete(webhookId)
+      if (this.#onDuty) this.#run(webhookId)
+    }, Math.min(MAX_TIMER_MS, ms))
+    this.#timers.add(timer)
+    this.#runTimers.set(webhookId, { timer, at })
   }
 
   #later(work: () => void, ms: number): void {
@@ -446,7 +488,8 @@ export function startWebhookDelivery(options: {
     // 83 million for 3 ms of work), and PostgreSQL then spent 610 ms compiling it, at every read.
     connection: { application_name: 'vitrine-webhooks', statement_timeout: Math.max(30_000, settings.databaseTimeoutMs), jit: 'off' },
   })
-  const delivery = new WebhookDelivery({ sql, log, publicUrl: settings.publicUrl, allowPrivate: settings.webhookAllowPrivate, retentionDays: settings.syncRetentionDays })
+  let forbidden = () => {}
+  const delivery = new WebhookDelivery({ sql, log, publicUrl: settings.publicUrl, allowPrivate: settings.webhookAllowPrivate, retentionDays: settings.syncRetentionDays, onForbidden: () => forbidden() })
   const duty = takeDuty(primaryUrl, {
     lock: WEBHOOK_DUTY_LOCK,
     name: 'webhooks',
@@ -456,6 +499,7 @@ export function startWebhookDelivery(options: {
     onTaken: () => delivery.takeDuty(),
     onDropped: () => delivery.dropDuty(),
   })
+  forbidden = () => void duty.stop()
   return {
     delivery,
     async stop() {

@@ -78,13 +78,27 @@ function entryChangesStatement(sql: Sql, since: EventMark): PendingQuery<Row[]> 
       ${changeLogSince(sql, since.position, inProgress, null)}
     ),
     firsts as (
-      -- The entry's first row after the mark: its state before the first write (writers of one entry take
-      -- turns on its guard, C56, so positions follow their commits).
-      select distinct on (l.entry_id) l.entry_id as id, l.content_type_id, l.left_from, l.position,
-        max(l.changed_at) over (partition by l.entry_id) as changed_at
-      from logged l
-      where l.entry_id is not null
-      order by l.entry_id, l.position
+      -- The entry's state at the mark, from its first row after it (writers of one entry take turns on its guard,
+      -- C56, so positions follow their commits): left_from is its publication time before that write, null when
+      -- it was not published then. One statement that moves a published entry to another type writes two rows,
+      -- in either order: the old type's with left_from, the new type's without. Then the old one says it.
+      select f.id,
+        case when f.moved then f.next_type else f.content_type_id end as content_type_id,
+        case when f.moved then f.next_left_from else f.left_from end as left_from,
+        f.position, f.changed_at
+      from (
+        select distinct on (l.entry_id) l.entry_id as id, l.content_type_id, l.left_from, l.position,
+          coalesce(l.left_from is null and lead(l.xid) over w = l.xid and lead(l.content_type_id) over w <> l.content_type_id
+            and lead(l.left_from) over w is not null, false) as moved,
+          lead(l.content_type_id) over w as next_type,
+          lead(l.left_from) over w as next_left_from,
+          max(l.changed_at) over (partition by l.entry_id) as changed_at
+        -- A row of a transaction in progress at the mark may have been read twice.
+        from (select distinct * from logged) l
+        where l.entry_id is not null
+        window w as (partition by l.entry_id order by l.position)
+        order by l.entry_id, l.position
+      ) f
     ),
     whole_types as (
       select l.content_type_id as type_id
@@ -140,12 +154,20 @@ function entryChangesStatement(sql: Sql, since: EventMark): PendingQuery<Row[]> 
       left join entries e on e.id = c.id
     ),
     told as (
-      select k.id, k.position, k.at,
+      -- An entry live before and after in two types (moved) is unpublished from the one and published in the other:
+      -- an endpoint of either type hears its side.
+      select k.id, k.position, k.at, 0 as part,
         case when k.live_now and k.was_live then 'updated' when k.live_now then 'published' else 'unpublished' end as kind,
         case when k.live_now then k.type_now else coalesce(k.type_then, k.type_now) end as type_id,
         k.live_now
       from classified k
-      where k.live_now or k.was_live
+      where (k.live_now or k.was_live)
+        and not (k.live_now and k.was_live and k.type_then is distinct from k.type_now and k.type_then is not null)
+      union all
+      select k.id, k.position, k.at, s.part, s.kind, s.type_id, s.kind = 'published'
+      from classified k
+      cross join lateral (values (0, 'unpublished', k.type_then), (1, 'published', k.type_now)) s(part, kind, type_id)
+      where k.live_now and k.was_live and k.type_then is distinct from k.type_now and k.type_then is not null
     )
     select
       (
@@ -155,7 +177,7 @@ function entryChangesStatement(sql: Sql, since: EventMark): PendingQuery<Row[]> 
           'kind', k.kind,
           'atMs', floor(extract(epoch from k.at) * 1000),
           'slugs', coalesce(s.slugs, '[]'::json)
-        ) order by k.position nulls last, k.at, k.id)
+        ) order by k.position nulls last, k.at, k.id, k.part)
         from told k
         join content_types t on t.id = k.type_id
         left join lateral (
