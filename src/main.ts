@@ -101,7 +101,7 @@ runCommand(async (onFailure) => {
   const { server, config } = listening
   logFaultsFromNowOn(log)
   const url = localUrl(config.host, config.port)
-  log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, publicUrl: config.publicUrl, embedded: Boolean(target.embedded) })
+  log.info(`Vitrine is serving ${url}/api/v1/content/post`, { url, publicUrl: config.publicUrl, embedded: Boolean(target.embedded), database: withoutPassword(target.url), ...(target.embedded ? { psql: 'bun run psql' } : {}) })
 
   // Graceful stop: refuse new connections, let requests in flight finish (up to
   // SHUTDOWN_GRACE_MS), then close the pool and the embedded database. A second
@@ -157,6 +157,20 @@ const listenerMetric: ChangeHandlers = {
 function logFaultsFromNowOn(log: Logger): void {
   process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }))
   process.on('uncaughtException', (error) => log.error('uncaught exception', { error }))
+}
+
+/**
+ * A database URL as the log may show it: without its password.
+ * @example withoutPassword('postgres://postgres:secret@127.0.0.1:5432/postgres') // 'postgres://postgres@127.0.0.1:5432/postgres'
+ */
+export function withoutPassword(text: string): string {
+  try {
+    const url = new URL(text)
+    url.password = ''
+    return url.toString()
+  } catch {
+    return '(not a URL)'
+  }
 }
 
 /** Where a person on this machine reaches the service. */

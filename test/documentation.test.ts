@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
+import { connectDatabase } from '../src/db/connect'
 import { seedDemo } from '../src/demo/seed-demo'
 import { loadExtensions } from '../src/hooks/loader'
 import { syncFolder } from '../examples/sync-folder'
@@ -121,8 +122,8 @@ function factValue(path: string, body: unknown, headers: Headers): unknown {
 }
 
 /** The app that serves `target`: the event stream has a feed of its own. */
-async function send(example: Pick<CurlExample, 'method' | 'target' | 'headers'>) {
-  const app = example.target.startsWith('/api/v1/events') ? events.app : api.app
+async function send(example: Pick<CurlExample, 'method' | 'target' | 'headers'>, served: { app: { handle(request: Request): Promise<Response> } } = api) {
+  const app = example.target.startsWith('/api/v1/events') ? events.app : served.app
   const response = await app.handle(new Request(`http://localhost${example.target}`, { method: example.method, headers: example.headers }))
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
     // A stream never ends by itself: its status and headers are what the text can state.
@@ -134,7 +135,9 @@ async function send(example: Pick<CurlExample, 'method' | 'target' | 'headers'>)
 }
 
 const documents = await Promise.all(DOCUMENTS.map(async (file) => ({ file, text: await Bun.file(join(ROOT, file)).text() })))
-const examples = documents.flatMap(({ file, text }) => curlExamples(file, text))
+/** Pages whose curl lines need the page's own SQL run first (on a database of their own): not run on the demo as it is. */
+const WRITING = 'docs/writing-content.md'
+const examples = documents.filter(({ file }) => file !== WRITING).flatMap(({ file, text }) => curlExamples(file, text))
 
 describe('every curl line of the documentation answers as the text says', () => {
   test('there are curl lines in the README and in docs/', () => {
@@ -149,6 +152,54 @@ describe('every curl line of the documentation answers as the text says', () => 
       expect(seen).toEqual({ status: example.status, ...Object.fromEntries(example.facts.map(({ path, value }) => [path, value])) })
     })
   }
+})
+
+describe('docs/writing-content.md: its SQL, run in order on the demo content, does what its curl lines say', () => {
+  const page = documents.find(({ file }) => file === WRITING)!
+  const blocks = [...page.text.matchAll(/^```sql\n([\s\S]*?)^```/gm)].map(([, block]) => block!)
+  const curls = curlExamples(page.file, page.text)
+
+  test('the page has SQL that publishes, translates, schedules and unpublishes, and curl lines that check it', () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(5)
+    expect(curls.length).toBeGreaterThanOrEqual(5)
+  })
+
+  test('each block runs, then every curl line answers as the text says', async () => {
+    const own = await createTestDatabase()
+    await seedDemo(own.sql)
+    const served = await cachedTestApp(own.url, demoEnv)
+    // As psql runs a block: one session (its begin and commit, its currval).
+    const session = connectDatabase(own.url, { max: 1 })
+    try {
+      // Each block and the curl lines that follow it, in the page's order.
+      let next = 0
+      for (const [index, block] of blocks.entries()) {
+        await session.unsafe(block)
+        const blockEnd = page.text.indexOf(block) + block.length
+        const upTo = index + 1 < blocks.length ? page.text.indexOf(blocks[index + 1]!) : page.text.length
+        const lineOf = (offset: number) => page.text.slice(0, offset).split('\n').length
+        for (; next < curls.length && Number(curls[next]!.place.split(':')[1]) < lineOf(upTo); next++) {
+          const example = curls[next]!
+          if (Number(example.place.split(':')[1]) < lineOf(blockEnd)) continue
+          // Answers follow a commit within the listener's round trip.
+          let seen: Record<string, unknown> = {}
+          const wanted = { status: example.status, ...Object.fromEntries(example.facts.map(({ path, value }) => [path, value])) }
+          for (let tries = 0; tries < 50; tries++) {
+            const { response, body } = await send(example, served)
+            seen = { status: response.status, ...Object.fromEntries(example.facts.map(({ path }) => [path, factValue(path, body, response.headers)])) }
+            if (Bun.deepEquals(seen, wanted)) break
+            await Bun.sleep(20)
+          }
+          expect([example.place, seen]).toEqual([example.place, wanted])
+        }
+      }
+      expect(next).toBe(curls.length)
+    } finally {
+      await session.end()
+      await served.close()
+      await own.sql.end()
+    }
+  })
 })
 
 describe('every example under examples/ and src/hooks/examples/ loads and runs', () => {

@@ -3,9 +3,11 @@ import { existsSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { runningEmbeddedUrl } from '../src/db/embedded'
 import { seedDemo } from '../src/demo/seed-demo'
 import { createTestDatabase, type TestDatabase } from './support/database'
 import { ROOT, runScript, startService } from './support/service'
+import { waitFor } from './support/wait'
 
 const dataDir = await mkdtemp(join(tmpdir(), 'vitrine-start-'))
 await chmod(dataDir, 0o755)
@@ -48,6 +50,28 @@ describe('bun run start without DATABASE_URL', () => {
     expect(second.output()).not.toContain('loaded the demo content')
     expect(second.output()).not.toContain('migrated the embedded database')
     expect(await second.stop('SIGINT')).toBe(0)
+  }, 120_000)
+
+  test('writers have a door: the log names the database without its password, and bun run psql and bun run webhooks reach it beside the running service, or on their own', async () => {
+    const service = await startService({ DATA_DIR: dataDir, PORT: '0' })
+    try {
+      const database = /"database":"(postgres:\/\/[^"]+)"/.exec(service.output())?.[1]
+      expect(database).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/)
+      expect(service.output()).toContain('"psql":"bun run psql"')
+      const [post] = (await getJson(`${service.url}/api/v1/content/post?per_page=1`)).body.data
+      const edited = await runScript('psql', { DATA_DIR: dataDir }, ['-v', 'ON_ERROR_STOP=1', '-c', `update entry_translations set title = 'Edited with psql' where slug = '${post.slug}' and language_code = 'en'`])
+      expect([edited.code, edited.stderr]).toEqual([0, ''])
+      expect(edited.stdout).toContain('UPDATE 1')
+      await waitFor('the edit served', async () => (await getJson(`${service.url}/api/v1/content/post/${post.slug}`)).body.data.title === 'Edited with psql')
+      const listed = await runScript('webhooks', { DATA_DIR: dataDir }, ['list'])
+      expect([listed.code, listed.stdout.trim()]).toEqual([0, 'No webhooks. Add one: bun run webhooks add URL'])
+    } finally {
+      expect(await service.stop('SIGTERM')).toBe(0)
+    }
+    // Nothing running: the embedded PostgreSQL is started for the session, and stopped after.
+    const alone = await runScript('psql', { DATA_DIR: dataDir }, ['-At', '-c', "select title from entry_translations where title = 'Edited with psql'"])
+    expect([alone.code, alone.stdout.trim()]).toEqual([0, 'Edited with psql'])
+    expect(await runningEmbeddedUrl(dataDir)).toBeNull()
   }, 120_000)
 
   test('a fault thrown outside any promise once the embedded PostgreSQL runs: one line, and that PostgreSQL is stopped before the exit', async () => {

@@ -20,7 +20,7 @@ import { runCommand } from './run'
 runCommand(async (onFailure) => {
   const config = loadConfig(process.env)
   const log = createLogger(config.logLevel)
-  const target = await resolveDatabase(config, log, onFailure)
+  const target = await resolveDatabase(config, log, onFailure, { joinRunning: true })
   const sql = connectDatabase(target.url, { max: 1, timeoutMs: config.databaseTimeoutMs })
   try {
     if (process.argv.includes('--check')) {

@@ -35,7 +35,7 @@ runCommand(async (onFailure) => {
     process.exit(2)
   }
   const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel)
-  const target = await resolveDatabase(config, log, onFailure)
+  const target = await resolveDatabase(config, log, onFailure, { joinRunning: true })
   const sql = connectDatabase(target.url, { max: 1, timeoutMs: config.databaseTimeoutMs })
   try {
     const parsed = parseCommand(command, args)

