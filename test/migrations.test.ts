@@ -4,7 +4,7 @@ import { migrate, MIGRATIONS_DIR } from '../src/db/migrate'
 import { createTestDatabase } from './support/database'
 import { runScript } from './support/service'
 
-/** Every table and column of shared/spec/data-model.md: [table, column, data_type, nullable, default]. */
+/** Every table and column of docs/data-model.md: [table, column, data_type, nullable, default]. */
 const CONTRACT: [string, string, string, boolean, string | null][] = [
   ['languages', 'code', 'text', false, null],
   ['languages', 'name', 'text', false, null],

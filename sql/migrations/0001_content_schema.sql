@@ -1,4 +1,4 @@
--- The data model of shared/spec/data-model.md. Table and column names are a
+-- The data model of docs/data-model.md. Table and column names are a
 -- contract with the systems that write this database: never rename or re-type.
 
 create table languages (

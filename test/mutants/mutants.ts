@@ -44,6 +44,7 @@ const SEARCH_BOX = ['test/search-box.test.ts']
 const READS = ['test/declared-reads.test.ts']
 const ANY_WRITER = 'test/any-writer.test.ts'
 const WEBHOOKS = ['test/webhooks.test.ts']
+const RULES = ['test/rules.test.ts']
 
 export const MUTANTS: Mutant[] = [
   // C1, C2: the live condition, in each statement and each branch.
@@ -954,5 +955,18 @@ export const MUTANTS: Mutant[] = [
     regression: 'C57: the address guard checks literal addresses only: a host name that resolves to loopback or to the metadata address is delivered to',
     edits: [{ file: 'src/webhooks/address-guard.ts', find: 'const refused = allowPrivate ? undefined : addresses.find((each) => isRefusedAddress(each.address))', replace: 'const refused = undefined as { address: string } | undefined' }],
     tests: WEBHOOKS,
+  },
+  // Issue 44: the rules stand in the repository, held to their tests and their pages.
+  {
+    id: 'rules-test-removed',
+    regression: "Traceability: a rule's only test goes (C27's test renamed away): the rule has no test and nobody notices",
+    edits: [{ file: 'test/hooks.test.ts', find: "  test('C27: added fields come after the default ones; removed fields are absent'", replace: "  test('added fields come after the default ones; removed fields are absent'" }],
+    tests: RULES,
+  },
+  {
+    id: 'rules-default-drifted',
+    regression: 'Traceability: a default changed on one page only (HOOK_TIMEOUT_MS 2000 in docs/configuration.md, 1000 in docs/rules.md, C31)',
+    edits: [{ file: 'docs/configuration.md', find: '| `HOOK_TIMEOUT_MS` | `1000` |', replace: '| `HOOK_TIMEOUT_MS` | `2000` |' }],
+    tests: RULES,
   },
 ]
