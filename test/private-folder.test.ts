@@ -49,9 +49,12 @@ test('bun run start and bun test work in a clone the postgres user may not enter
   expect(await service.stop('SIGTERM')).toBe(0)
   if (userInfo().uid === 0) expect(service.output()).toContain('"cluster":"/var/lib/vitrine/clusters/')
 
-  // The README's test command, on one file that needs a database: its preload starts the embedded cluster.
-  const tested = await run(['bun', 'test', 'test/change-listener.test.ts'])
-  expect(tested.output).toMatch(/ [1-9]\d* pass\n 0 fail\n/)
+  // The README's test command, on the files whose helpers start PostgreSQL binaries: the preload's embedded
+  // cluster (every database test), a streaming standby made with pg_ctl (test/support/standby.ts), and a
+  // second embedded cluster publishing by logical replication (test/support/publisher.ts).
+  const tested = await run(['bun', 'test', 'test/change-listener.test.ts', 'test/replicas.test.ts', 'test/logical-replication.test.ts'])
+  expect(tested.output).toMatch(/ [1-9]\d* pass\n(?: \d+ skip\n)? 0 fail\n/)
+  expect(tested.output).not.toContain('Unhandled error')
   expect(tested).toMatchObject({ code: 0 })
 
   expect((await stat(home)).mode & 0o777).toBe(0o700)

