@@ -202,6 +202,31 @@ describe('docs/writing-content.md: its SQL, run in order on the demo content, do
   })
 })
 
+describe('docs/frontend.md: its walk and its typed client', () => {
+  const page = documents.find(({ file }) => file === 'docs/frontend.md')!
+  const blocks = [...page.text.matchAll(/^```ts\n([\s\S]*?)^```/gm)].map(([, block]) => block!)
+
+  test('its TypeScript blocks compile', () => {
+    expect(blocks.length).toBe(2)
+    for (const block of blocks) new Bun.Transpiler({ loader: 'ts' }).transformSync(block)
+  })
+
+  test('the walk by Link header, run against the demo, yields every live post once', async () => {
+    const walk = blocks.find((block) => block.includes('allEntries'))!
+    // The page's own function, with fetch answered by the app, the loop at its end left out, and pages of 7 (so that
+    // the walk takes several).
+    const source = new Bun.Transpiler({ loader: 'ts' }).transformSync(walk.slice(0, walk.indexOf('for await')).replace('per_page=100', 'per_page=7'))
+    let requests = 0
+    const allEntries = new Function('fetch', `${source}; return allEntries`)((url: string) => (requests++, api.app.handle(new Request(url)))) as (type: string) => AsyncGenerator<{ id: number }>
+    const seen: number[] = []
+    for await (const entry of allEntries('post')) seen.push(entry.id)
+    const { body } = await send({ method: 'GET', target: '/api/v1/content/post', headers: {} })
+    expect(seen.length).toBe(body.meta.total)
+    expect(new Set(seen).size).toBe(seen.length)
+    expect(requests).toBe(Math.ceil(body.meta.total / 7))
+  })
+})
+
 describe('every example under examples/ and src/hooks/examples/ loads and runs', () => {
   test('examples/ holds only the examples this test knows how to run', async () => {
     expect((await readdir(join(ROOT, 'examples'))).sort()).toEqual(['live-list.html', 'sync-folder.ts', 'webhook-receiver.ts'])

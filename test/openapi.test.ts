@@ -81,6 +81,11 @@ describe('the OpenAPI document at /api/v1/openapi.json', () => {
     expect((await busy.get('/api/v1/openapi.json')).text).toBe(JSON.stringify(extended))
   })
 
+  test('what the reference page shows starts with what to try, and carries no rule numbers of ours (they are the tests\' names, C46)', () => {
+    expect(document.info.description.split('\n\n')[1]).toStartWith('Try first: `GET /api/v1/content/post`')
+    expect(JSON.stringify(document).match(/(?<![\w-])C\d{1,2}(?!\w)/g)).toBeNull()
+  })
+
   test('OpenAPI 3.1 natively: no `nullable`, null only through anyOf or type arrays', () => {
     for (const candidate of [document, extended]) {
       const keys = [...entries(candidate)].map(([key]) => key)

@@ -65,7 +65,7 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
   const responses: Record<string, Json> = Object.assign(sharedResponses(), ...families.map((family) => family.responses ?? {}))
   const paths = Object.fromEntries(families.flatMap((family) => Object.entries(family.paths).map(([path, declared]) => [openApiPath(path), pathItem(declared, responses)])))
 
-  return {
+  return forReaders({
     openapi: '3.1.0',
     info: {
       title: 'Vitrine content API',
@@ -73,6 +73,11 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
       version: packageJson.version,
       description: [
         'A read-only, public JSON API serving published content entries.',
+        '',
+        'Try first: `GET /api/v1/content/post` (the latest posts, 20 a page; the `Link` header continues the walk),',
+        '`GET /api/v1/content/post/{slug}` (one entry), `?lang=fr` (another language), `GET /api/v1` (every route).',
+        'A typed client in one command: `bunx openapi-typescript <this document\'s URL> -o api.d.ts`. The project\'s',
+        '`docs/frontend.md` is the quick start: walking a type, the article\'s body, rebuilding a site on change.',
         '',
         'Items have exactly the fields of `ContentItem` in this document (with `fields`, only those named:',
         '`ContentItemFields`). Extensions installed on this service',
@@ -113,7 +118,28 @@ export function buildOpenApiDocument({ publicUrl, itemSchema, demoMedia = false 
       responses,
       headers: RESPONSE_HEADERS,
     },
-  }
+  })
+}
+
+/**
+ * The document as its readers see it (the reference page, a generated client's comments): the rule
+ * numbers our code and tests go by (`(C48)`) are ours, not theirs, and are taken out of every
+ * description and summary.
+ * @example forReaders({ description: 'RFC 3339 in UTC (C13).' }) // { description: 'RFC 3339 in UTC.' }
+ */
+export function forReaders<Value>(value: Value): Value {
+  if (Array.isArray(value)) return value.map(forReaders) as Value
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(
+    Object.entries(value).map(([key, each]) => [key, (key === 'description' || key === 'summary') && typeof each === 'string' ? withoutRuleNumbers(each) : forReaders(each)]),
+  ) as Value
+}
+
+function withoutRuleNumbers(text: string): string {
+  return text
+    .replace(/ ?\((?:C\d+(?:[,–-] ?C?\d+)*)\)/g, '')
+    .replace(/, C\d+(?:, C\d+)*\)/g, ')')
+    .replace(/\(C\d+\) /g, '')
 }
 
 /**
