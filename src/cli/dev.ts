@@ -30,7 +30,8 @@ const SOURCE_DIR = resolve(import.meta.dir, '..')
 runCommand(async (onFailure) => {
   const settings = loadConfig(process.env)
   const log = createLogger(settings.logLevel)
-  const target = await resolveDatabase(settings, log, onFailure)
+  // Beside a running `bun run start`, the embedded PostgreSQL it runs is used as it is (and left running).
+  const target = await resolveDatabase(settings, log, onFailure, { joinRunning: true })
   let port: number
   try {
     const sql = openReadPool(target.url, settings)
