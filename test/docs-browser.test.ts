@@ -35,7 +35,7 @@ describe.skipIf(!CHROMIUM)('the reference page /docs in a real browser', () => {
   let browser: Browser
   let page: Page
   let origin: string
-  let document: { paths: Record<string, Record<string, { operationId: string }>>; tags: { name: string }[] }
+  let document: { paths: Record<string, Record<string, { operationId: string }>>; webhooks: Record<string, unknown>; tags: { name: string }[] }
   const elsewhere: string[] = []
   /** What the page sent, by Execute: the reader's request as the browser made it. */
   const sent: string[] = []
@@ -92,13 +92,17 @@ describe.skipIf(!CHROMIUM)('the reference page /docs in a real browser', () => {
     // The document keeps HEAD, OPTIONS and the refused methods for validators; the page shows none of them.
     expect(Object.values(document.paths).every((item) => 'head' in item && 'options' in item)).toBe(true)
     expect(paths).toContain('/media/uploads/{year}/{file}')
+    // C57: the webhooks the service sends are shown too, each as the POST a receiver gets, and cannot be tried.
+    const webhooks = Object.keys(document.webhooks)
     const rows = page.locator('.opblock')
-    expect(await rows.count()).toBe(paths.length)
+    expect(await rows.count()).toBe(paths.length + webhooks.length)
     expect(await page.locator('.opblock.opblock-get').count()).toBe(paths.length)
-    const shown = (await page.locator('.opblock-summary-path').allInnerTexts()).map((path) => path.replace(/\u200b/g, '').trim())
+    expect(await page.locator('.opblock.opblock-post').count()).toBe(webhooks.length)
+    expect(await page.locator('.opblock.opblock-post .try-out__btn').count()).toBe(0)
+    const shown = (await page.locator('.opblock-get .opblock-summary-path').allInnerTexts()).map((path) => path.replace(/\u200b/g, '').trim())
     expect([...shown].sort()).toEqual([...paths].sort())
     const tags = (await page.locator('.opblock-tag').allInnerTexts()).map((text) => text.trim().split(/\s/)[0])
-    expect(tags).toEqual(['content', 'discovery', 'sync', 'documentation', 'operations'])
+    expect(tags).toEqual(['content', 'discovery', 'sync', 'documentation', 'operations', 'webhooks'])
     await expect(page.locator('.title').first().innerText()).resolves.toContain('Vitrine content API')
     await mkdir(ARTIFACTS, { recursive: true })
     await page.screenshot({ path: join(ARTIFACTS, 'docs.png'), fullPage: true })
@@ -107,7 +111,7 @@ describe.skipIf(!CHROMIUM)('the reference page /docs in a real browser', () => {
 
   test('"Try it out" → "Execute" answers 200 on every row with what the page fills in, with items on every list', async () => {
     const operations = Object.values(document.paths).map((item) => item.get!.operationId)
-    const rows = page.locator('.opblock')
+    const rows = page.locator('.opblock.opblock-get')
     const answers: Record<string, { status: string; items?: number }> = {}
     for (let index = 0; index < (await rows.count()); index++) {
       const row = rows.nth(index)

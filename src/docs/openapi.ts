@@ -60,6 +60,8 @@ window.ui = SwaggerUIBundle({
   dom_id: '#swagger-ui',
   validatorUrl: null,
   plugins: [onlyGetOperations],
+  // The webhooks (C57) are shown as what the service sends; only the GETs of the paths can be tried.
+  supportedSubmitMethods: ['get'],
   requestInterceptor: (request) => Object.assign(request, { userFetch: fetchReadingStreamsBriefly }),
 })
 `
