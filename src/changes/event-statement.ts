@@ -137,17 +137,8 @@ export function changesStatement(sql: Sql, since: EventMark | null): PendingQuer
       where not (select yes from reach_overflow)
       union all
       -- Go-lives: no write, only the clock (C1); past MAX_IDS_PER_EVENT of a type, its ids are null anyway.
-      select t.id, g.id, null
-      from types t
-      cross join lateral (
-        select e.id
-        from entries e
-        where e.content_type_id = t.id
-          and e.status = 'published'
-          and e.published_at > ${at}
-          and e.published_at <= now()
-        limit ${MAX_IDS_PER_EVENT + 1}::int8
-      ) g
+      select g.type_id, g.id, null
+      from (${goLivesSince(sql, at, MAX_IDS_PER_EVENT + 1)}) g
     ),
     reported as (
       select t.type_id, t.id
@@ -320,4 +311,25 @@ export function entriesShowing(sql: Sql): PendingQuery<Row[]> {
         cross join lateral (select e.content_type_id, e.id from entries e where e.id = et.entry_id offset 0) e
         where l.shared_table = 'taxonomies'
           and term.taxonomy_id = l.shared_id`
+}
+
+/**
+ * The entries (`type_id, id`) whose publication time came after `at` and by
+ * now (go-lives: no write, only C1's clock), by each type's
+ * entries_published_list range, at most `limit` a type (null: all).
+ * @example sql`select id from (${goLivesSince(sql, sql`now() - interval '1 minute'`, null)}) g`
+ */
+export function goLivesSince(sql: Sql, at: PendingQuery<Row[]>, limit: number | null): PendingQuery<Row[]> {
+  return sql`
+      select t.id as type_id, g.id
+      from content_types t
+      cross join lateral (
+        select e.id
+        from entries e
+        where e.content_type_id = t.id
+          and e.status = 'published'
+          and e.published_at > ${at}
+          and e.published_at <= now()
+        ${limit === null ? sql`` : sql`limit ${limit}::int8`}
+      ) g`
 }

@@ -1,6 +1,6 @@
 import type { PendingQuery, TransactionSql } from 'postgres'
 import type { Sql } from '../db/connect'
-import { changeLogSince, entriesShowing, markColumns, nextGoLiveColumn } from '../changes/event-statement'
+import { changeLogSince, entriesShowing, goLivesSince, markColumns, nextGoLiveColumn } from '../changes/event-statement'
 import type { EventMark } from '../changes/event-mark'
 
 /** What became of one entry since a mark (C57). */
@@ -124,17 +124,9 @@ function entryChangesStatement(sql: Sql, since: EventMark): PendingQuery<Row[]> 
       join entries e on e.content_type_id = w.type_id
       where e.status = 'published'
       union
-      -- Go-lives with no write (C1's clock), by each type's entries_published_list range.
+      -- Go-lives with no write (C1's clock).
       select g.id
-      from content_types t
-      cross join lateral (
-        select e.id
-        from entries e
-        where e.content_type_id = t.id
-          and e.status = 'published'
-          and e.published_at > ${at}
-          and e.published_at <= now()
-      ) g
+      from (${goLivesSince(sql, at, null)}) g
     ),
     classified as (
       select c.id, f.position,

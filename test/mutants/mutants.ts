@@ -947,7 +947,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'webhook-go-live-unsent',
     regression: 'C57: an entry whose publication time comes with no write is never told (the scheduled post of Ghost#10226)',
-    edits: [{ file: 'src/webhooks/webhook-statement.ts', find: '          and e.published_at > ${at}\n          and e.published_at <= now()\n      ) g', replace: '          and false\n      ) g' }],
+    edits: [{ file: 'src/webhooks/webhook-statement.ts', find: '      select g.id\n      from (${goLivesSince(sql, at, null)}) g', replace: '      select g.id\n      from (${goLivesSince(sql, at, null)}) g\n      where false' }],
     tests: WEBHOOKS,
   },
   {
