@@ -13,6 +13,13 @@ const MAX_ANSWER_BYTES = 64 * 1024
 
 const USER_AGENT = `Vitrine/${packageJson.version}`
 
+/**
+ * Connections kept open between messages (an endpoint's messages go one after the other): a new TCP (and TLS)
+ * connection per message cost the read path of the same process measurably. A kept socket was connected to an
+ * address the guard checked; a new one is looked up and checked again.
+ */
+const AGENTS = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 8, timeout: 60_000 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 8, timeout: 60_000 }) }
+
 export interface Attempt {
   /** The status answered; undefined when there was none (refused, timed out, reset). */
   status?: number
@@ -65,7 +72,7 @@ export function sendMessage(message: OutgoingMessage, options: { allowPrivate: b
     }
     const request = (url.protocol === 'https:' ? https : http).request(
       url,
-      { method: 'POST', headers, lookup: guardedLookup(options.allowPrivate) as never, agent: false },
+      { method: 'POST', headers, lookup: guardedLookup(options.allowPrivate) as never, agent: AGENTS[url.protocol as 'http:' | 'https:'] },
       (response) => {
         // The status line decides: a 2xx whose body is slow is delivered, not retried (and sent twice).
         settle({ status: response.statusCode, retryAfterMs: retryAfter(response.statusCode, response.headers['retry-after']) })
