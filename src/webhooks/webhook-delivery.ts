@@ -156,22 +156,30 @@ export class WebhookDelivery implements ChangeHandlers {
       // Repeatable read: the endpoints and the change log from one snapshot, so that a change committed after an
       // endpoint was added is read with that endpoint, never consumed before it is seen.
       await this.#options.sql.begin('isolation level repeatable read', async (tx) => {
-        const [reader] = await tx<{ mark: EventMark | null }[]>`
-          select json_build_object(
-            'position', position::text,
-            'inProgress', (select coalesce(json_agg(x::text), '[]'::json) from unnest(in_progress) x),
-            'atMicros', (extract(epoch from read_at) * 1000000)::int8::text
-          ) as mark
-          from webhook_reader
-          for update
+        // The reader's mark (locked), the endpoints and whether any window is gathering, in one statement.
+        const [state] = await tx<{ mark: EventMark | null; endpoints: Endpoint[]; gathering: boolean }[]>`
+          select
+            (
+              select json_build_object(
+                'position', r.position::text,
+                'inProgress', (select coalesce(json_agg(x::text), '[]'::json) from unnest(r.in_progress) x),
+                'atMicros', (extract(epoch from r.read_at) * 1000000)::int8::text
+              )
+              from webhook_reader r
+              for update
+            ) as mark,
+            (
+              select coalesce(json_agg(json_build_object(
+                'id', w.id, 'types', w.types, 'debounce_ms', w.debounce_ms,
+                'active', w.enabled and (p.gone_version is null or p.gone_version <> w.xmin::text)
+              ) order by w.id), '[]'::json)
+              from webhooks w
+              left join webhook_positions p on p.webhook_id = w.id
+            ) as endpoints,
+            exists (select 1 from webhook_positions where gathered is not null) as gathering
         `
-        const endpoints = await tx<Endpoint[]>`
-          select w.id::float8 as id, to_json(w.types) as types, w.debounce_ms,
-            w.enabled and (p.gone_version is null or p.gone_version <> w.xmin::text) as active
-          from webhooks w
-          left join webhook_positions p on p.webhook_id = w.id
-          order by w.id
-        `
+        const reader = state!.mark === null ? undefined : { mark: state!.mark }
+        const endpoints = state!.endpoints
         const active = endpoints.filter((endpoint) => endpoint.active)
         // C57: a disabled endpoint is told nothing, not even what was pending or gathered.
         const inactive = endpoints.filter((each) => !each.active).map((each) => each.id)
@@ -232,7 +240,7 @@ export class WebhookDelivery implements ChangeHandlers {
           `
         }
         // Windows that closed: quiet for debounce_ms, or open for max(10 × debounce_ms, 60 s).
-        const windows = await tx<{ webhook_id: number; gathered: Gathered; due_in_ms: number; now_ms: number }[]>`
+        const windows = !state!.gathering && gatheredNow.length === 0 ? [] : await tx<{ webhook_id: number; gathered: Gathered; due_in_ms: number; now_ms: number }[]>`
           select p.webhook_id::float8 as webhook_id, p.gathered,
             greatest(0, extract(epoch from least(
               p.last_change_at + w.debounce_ms * interval '1 millisecond',
@@ -253,15 +261,14 @@ export class WebhookDelivery implements ChangeHandlers {
         const open = windows.filter((window) => window.due_in_ms > 0).map((window) => window.due_in_ms)
         windowDueInMs = open.length > 0 ? Math.min(...open) : null
         for (const message of messages) told.add(message.webhook)
-        if (messages.length > 0) {
-          await tx`
+        // The messages and the reader's new mark in one statement.
+        await tx`
+          with stored as (
             insert into webhook_deliveries (webhook_id, message_id, body)
             select (m->>'webhook')::int8, m->>'id', m->>'body'
             from json_array_elements(${JSON.stringify(messages)}::text::json) with ordinality as x(m, n)
             order by n
-          `
-        }
-        await tx`
+          )
           insert into webhook_reader (position, in_progress, read_at)
           values (${mark.position}::int8, ${`{${mark.inProgress.join(',')}}`}::xid8[], 'epoch'::timestamptz + ${mark.atMicros}::int8 * interval '1 microsecond')
           on conflict (one) do update set position = excluded.position, in_progress = excluded.in_progress, read_at = excluded.read_at

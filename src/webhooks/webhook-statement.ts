@@ -143,7 +143,9 @@ function entryChangesStatement(sql: Sql, since: EventMark): PendingQuery<Row[]> 
         end as at
       from candidates c
       left join firsts f on f.id = c.id
-      left join entries e on e.id = c.id
+      -- One index probe per entry (a fence: with estimates of thousands of candidates the planner hashed every entry,
+      -- 1.6 ms of a 1.9 ms read for one change at 11 000 entries).
+      left join lateral (select e.status, e.published_at, e.content_type_id from entries e where e.id = c.id offset 0) e on true
     ),
     told as (
       -- An entry live before and after in two types (moved) is unpublished from the one and published in the other:
