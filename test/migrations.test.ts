@@ -55,12 +55,20 @@ const CONTRACT: [string, string, string, boolean, string | null][] = [
   ['field_values', 'custom_field_id', 'bigint', false, null],
   ['field_values', 'language_code', 'text', true, null],
   ['field_values', 'value', 'jsonb', false, null],
+  // C57: the endpoints told of changes.
+  ['webhooks', 'id', 'bigint', false, 'identity'],
+  ['webhooks', 'url', 'text', false, null],
+  ['webhooks', 'secret', 'text', true, null],
+  ['webhooks', 'types', 'ARRAY', true, null],
+  ['webhooks', 'debounce_ms', 'integer', false, '0'],
+  ['webhooks', 'enabled', 'boolean', false, 'true'],
 ]
 
 /** [table, columns of its primary key] */
 const PRIMARY_KEYS: [string, string[]][] = [
   ['languages', ['code']],
   ['content_types', ['id']],
+  ['webhooks', ['id']],
   ['media_variants', ['media_id', 'name']],
   ['entry_translations', ['entry_id', 'language_code']],
   ['entry_terms', ['entry_id', 'term_id']],
