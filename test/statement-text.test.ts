@@ -1,0 +1,43 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { findStatement } from '../src/content/entry-statement'
+import { flatten, StatementTexts } from '../src/db/statement-text'
+import { createTestDatabase } from './support/database'
+
+const db = await createTestDatabase()
+afterAll(async () => {
+  await db.sql.end()
+})
+
+describe('issue 45: statements flattened once per shape', () => {
+  test('a flattened statement has the text and parameters postgres.js builds for it', async () => {
+    for (const options of [
+      { type: 'post', lang: 'fr', slug: 'bonjour' },
+      { type: 'post', lang: undefined, slug: null, model: ['translations', 'terms'] as const, alternates: true, highlights: true },
+    ]) {
+      const composed = findStatement(db.sql, options)
+      const flattened = flatten(composed)
+      // describe() has the driver build the statement's text and parameters, as it sends them.
+      const described = (await composed.describe()) as unknown as { string: string }
+      expect(flattened.text).toBe(described.string)
+      expect(flattened.parameters).toEqual((composed as unknown as { parameters: unknown[] }).parameters)
+    }
+  })
+
+  test('each run sends its own values, in every place the statement holds them, and absent values as null', async () => {
+    const texts = new StatementTexts<{ a: string; b: number | undefined }>(['a', 'b'])
+    const compose = (value: { a: string; b: number | undefined }) => db.sql<{ a: string; again: string; b: number | null; fixed: number }[]>`select ${value.a}::text as a, ${value.a}::text as again, ${value.b ?? null}::int as b, ${db.sql`${7}::int`} as fixed`
+    expect([...(await texts.run(db.sql, 'one', compose, { a: 'x', b: 1 }))]).toEqual([{ a: 'x', again: 'x', b: 1, fixed: 7 }])
+    expect([...(await texts.run(db.sql, 'one', compose, { a: 'y', b: undefined }))]).toEqual([{ a: 'y', again: 'y', b: null, fixed: 7 }])
+  })
+
+  test('a value the text does not hold is refused: it would be sent as whatever stood in its place', () => {
+    const texts = new StatementTexts<{ a: string; b: string }>(['a', 'b'])
+    // Spread, not read by name: the stand-in of b never reaches the text.
+    expect(() => texts.run(db.sql, 'lost', (value) => db.sql`select ${{ ...value, b: 'baked' }.b}, ${value.a}`, { a: 'x', b: 'y' })).toThrow('does not hold b')
+  })
+
+  test('a statement with a helper is refused, not flattened wrong', () => {
+    expect(() => flatten(db.sql`select * from ${db.sql('entries')}`)).toThrow('not flattened')
+    expect(() => flatten({})).toThrow('Not a statement')
+  })
+})
