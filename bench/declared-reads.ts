@@ -2,10 +2,12 @@
  * `bun run bench:reads` (issue 35, C54): uncached list page 1 (CACHE=off) of a
  * 30 000-entry data set, side by side in one run, each service against the one
  * without callbacks: one trivial callback declaring `reads: []`, the
- * custom-fields example declaring what it reads (`fieldValues`), the same
- * example without `reads` (as before C54) and the trivial callback without
- * `reads` (the whole model). Targets: reads: [] ≥ 0.9, custom-fields declaring
- * ≥ 0.7. Then EXPLAIN (ANALYZE, BUFFERS) of the page's statement for each set
+ * custom-fields example declaring what it reads (`fieldValues`), a typical
+ * site (the custom-fields and reading-time examples: field values and every
+ * translation, bodies included), the custom-fields example without `reads`
+ * (as before C54) and the trivial callback without `reads` (the whole model).
+ * Targets: reads: [] ≥ 0.9, custom-fields declaring and the typical site ≥ 0.7
+ * (issue 45). Then EXPLAIN (ANALYZE, BUFFERS) of the page's statement for each set
  * of parts the services load.
  *
  * DATABASE_URL: the server to build `vitrine_bench_30000` on (kept between
@@ -40,6 +42,7 @@ try {
     ['no callbacks', await extensionsDir({})],
     ["one trivial callback, reads: []", await extensionsDir({ 'trivial.ts': "import { defineExtension } from '#vitrine/extension'\nexport default defineExtension(({ addFilter }) => addFilter('service/api/content-item', (data) => data, { reads: [] }))\n" })],
     ["custom-fields example, reads: ['fieldValues']", await customFieldsDir(true)],
+    ["a typical site: custom-fields and reading-time examples, reads: ['fieldValues'] and ['translations']", await examplesDir(['custom-fields.ts', 'reading-time.ts'])],
     ['custom-fields example without reads (before C54)', await customFieldsDir(false)],
     ['one trivial callback without reads (before C54)', join(ROOT, 'bench', 'extensions')],
   ]
@@ -91,6 +94,13 @@ try {
 async function extensionsDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'vitrine-reads-'))
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text)
+  return dir
+}
+
+/** Examples of src/hooks/examples installed side by side, as a site would. */
+async function examplesDir(names: string[]): Promise<string> {
+  const dir = await extensionsDir({})
+  for (const name of names) await copyFile(join(ROOT, 'src', 'hooks', 'examples', name), join(dir, name))
   return dir
 }
 
