@@ -5,7 +5,27 @@ import type { ItemSchemaChange } from './extension'
 
 // TypeBox checks a `format` only when one is registered (Elysia registers its own when loaded first).
 const RFC_3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i
-if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (value) => RFC_3339.test(value) && !Number.isNaN(Date.parse(value)))
+FormatRegistry.Set('date-time', rememberingValid(FormatRegistry.Get('date-time') ?? ((value) => RFC_3339.test(value) && !Number.isNaN(Date.parse(value)))))
+
+/** How many valid values a format check remembers before it starts over. */
+const REMEMBERED_VALUES = 10_000
+
+/**
+ * A format check that remembers the values it found valid: every callback's output is checked
+ * against its declared shape (C31), and an item's two timestamps cost a regular expression and a
+ * date parse each, a quarter of the chain of a callback that reads nothing (issue 45). The same
+ * check, so the same answers; bounded, so a flood of distinct values costs no more memory.
+ */
+function rememberingValid(check: (value: string) => boolean): (value: string) => boolean {
+  const valid = new Set<string>()
+  return (value) => {
+    if (valid.has(value)) return true
+    if (!check(value)) return false
+    if (valid.size >= REMEMBERED_VALUES) valid.clear()
+    valid.add(value)
+    return true
+  }
+}
 
 /**
  * The item's shape after a callback: `before` with the declared fields added
