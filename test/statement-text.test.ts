@@ -9,18 +9,26 @@ afterAll(async () => {
 })
 
 describe('issue 45: statements flattened once per shape', () => {
-  test('a flattened statement has the text and parameters postgres.js builds for it', async () => {
+  test('a flattened statement has the text and parameters postgres.js builds from its fragments', async () => {
+    const texts = new StatementTexts<{ type: string; lang: string | undefined; slug: string | null }>(['type', 'lang', 'slug'])
     for (const options of [
       { type: 'post', lang: 'fr', slug: 'bonjour' },
       { type: 'post', lang: undefined, slug: null, model: ['translations', 'terms'] as const, alternates: true, highlights: true },
     ]) {
       const composed = findStatement(db.sql, options)
-      const flattened = flatten(composed)
-      // describe() has the driver build the statement's text and parameters, as it sends them.
-      const described = (await composed.describe()) as unknown as { string: string }
-      expect(flattened.text).toBe(described.string)
-      expect(flattened.parameters).toEqual((composed as unknown as { parameters: unknown[] }).parameters)
+      const flattened = texts.run(db.sql, JSON.stringify(options), (value) => findStatement(db.sql, { ...options, ...value }), options)
+      // describe() has the driver build each statement's text and parameters, as it sends them.
+      const [fromFragments, fromTemplate] = (await Promise.all([composed.describe(), flattened.describe()])) as unknown as { string: string }[]
+      expect(fromTemplate!.string).toBe(fromFragments!.string)
+      expect((flattened as unknown as { parameters: unknown[] }).parameters).toEqual((composed as unknown as { parameters: unknown[] }).parameters)
+      expect(flatten(composed).strings.length).toBe(flatten(composed).parameters.length + 1)
     }
+  })
+
+  test('C50: a flattened statement nests in another as its fragments did (a replica wraps every read)', async () => {
+    const texts = new StatementTexts<{ a: string }>(['a'])
+    const inner = texts.run(db.sql, 'nested', (value) => db.sql<{ a: string }[]>`select ${value.a}::text as a, ${db.sql`${2}::int`} as two`, { a: 'x' })
+    expect([...(await db.sql`select answer.*, ${'y'}::text as b from (${inner}) as answer`)]).toEqual([{ a: 'x', two: 2, b: 'y' }])
   })
 
   test('each run sends its own values, in every place the statement holds them, and absent values as null', async () => {

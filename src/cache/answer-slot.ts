@@ -156,14 +156,18 @@ export class AnswerSlot {
   }
 
   /**
-   * The route's response (`respond`), with the framework's `set` brought in
-   * line: the log line says the status sent, and a 304 has no type.
+   * The route's response (`respond`), sent by the framework as it is: it
+   * holds every header the request's policy set in `set` (the same request
+   * id, nosniff, the type, CORS), so `set` is emptied. With anything in `set`,
+   * the framework would build the response again around a stream of its body
+   * and a copy of its headers (Elysia's mapResponse): about a tenth of the
+   * process's time for an uncached single entry (issue 45). The log line reads
+   * the status and the request id from the response.
    */
   send(request: Request, set: ResponseSettings, read: CachedRead<SlotAnswer>, output: PreparedAnswer, reads: RequestReads | null): Response {
     const response = this.respond(request, String(set.headers['X-Request-Id']), read, output, reads)
-    // The framework adds what it set when the response lacks it: a 304 has no type.
-    if (response.status === 304) delete set.headers['Content-Type']
-    set.status = response.status
+    set.headers = {}
+    set.status = 200
     return response
   }
 

@@ -3,12 +3,15 @@ import type { Sql } from './connect'
 
 /**
  * A statement the service composes from fragments (src/content/statement-fragments.ts),
- * flattened to its text once per shape and then sent with each request's values.
- * postgres.js builds the text of a tagged statement on every execution, walking
- * every nested fragment: for the single-entry statement that was a sixth of the
- * process's time per uncached request (issue 45). The text is the same as the
- * one postgres.js builds (test/statement-text.test.ts checks it against the
- * driver's own), so the server sees one prepared statement either way.
+ * flattened once per shape into one template (its strings, and the values
+ * between them) and then made with each request's values. postgres.js builds
+ * the text of a tagged statement on every execution, walking every nested
+ * fragment: for the single-entry statement that was a sixth of the process's
+ * time per uncached request (issue 45). The flattened statement is still a
+ * tagged one: it nests in another (a replica's read wraps it, C50), and its
+ * text is the one postgres.js builds from the fragments (test/statement-text.test.ts
+ * checks it against the driver's own), so the server sees one prepared
+ * statement either way.
  * @example const entry = new StatementTexts<{ type: string; slug: string }>(['type', 'slug']); const query = entry.run(sql, 'lean', (value) => sql`select ${value.slug}`, { type: 'post', slug: 'hello' })
  */
 export class StatementTexts<Values extends Record<string, unknown>> {
@@ -35,7 +38,7 @@ export class StatementTexts<Values extends Record<string, unknown>> {
     }
     // An absent value is SQL's null, as the fragments write `${value ?? null}`.
     const parameters = flattened.parameters.map((parameter) => (parameter instanceof StandIn ? (values[parameter.name] ?? null) : parameter))
-    return sql.unsafe(flattened.text, parameters as never[], { prepare: true }) as unknown as PendingQuery<T>
+    return sql(flattened.strings, ...(parameters as never[])) as unknown as PendingQuery<T>
   }
 }
 
@@ -45,8 +48,9 @@ class StandIn {
 }
 
 interface Flattened {
-  text: string
-  /** In order of `$1…$n`: a stand-in, or a value the fragments hold themselves. */
+  /** The text around the values, as a template literal's strings: one more than the values. */
+  strings: TemplateStringsArray
+  /** In order: a stand-in, or a value the fragments hold themselves. */
   parameters: unknown[]
 }
 
@@ -61,25 +65,32 @@ function isComposed(value: unknown): value is Composed {
 }
 
 /**
- * The text of a composed statement as postgres.js writes it: a fragment in
- * place, any other value a numbered parameter. Helpers (`sql(identifier)`,
- * `sql(rows)`, lists of fragments) are not flattened: a statement using one
- * throws here, and is sent as it is composed.
- * @example flatten(sql`select ${1} from ${sql`entries where id = ${2}`}`) // { text: 'select $1 from entries where id = $2', parameters: [1, 2] }
+ * A composed statement as one template: each fragment's text in place, any
+ * other value a slot between two strings, as postgres.js numbers them.
+ * Helpers (`sql(identifier)`, `sql(rows)`, lists of fragments) are not
+ * flattened: a statement using one throws here.
+ * @example flatten(sql`select ${1} from ${sql`entries where id = ${2}`}`) // { strings: ['select ', ' from entries where id = ', ''], parameters: [1, 2] }
  */
 export function flatten(query: object): Flattened {
+  const strings: string[] = []
   const parameters: unknown[] = []
-  const walk = (composed: Composed): string => {
-    let text = composed.strings[0]!
+  let text = ''
+  const walk = (composed: Composed): void => {
+    text += composed.strings[0]!
     for (let index = 1; index < composed.strings.length; index++) {
       const value = composed.args[index - 1]
-      if (isComposed(value)) text += walk(value)
+      if (isComposed(value)) walk(value)
       else if (typeof value === 'object' && value !== null && !(value instanceof StandIn)) throw new Error('A statement with helpers or lists of fragments is not flattened.')
-      else text += `$${parameters.push(value)}`
+      else {
+        strings.push(text)
+        parameters.push(value)
+        text = ''
+      }
       text += composed.strings[index]
     }
-    return text
   }
   if (!isComposed(query)) throw new Error('Not a statement composed with the sql tag.')
-  return { text: walk(query), parameters }
+  walk(query)
+  strings.push(text)
+  return { strings: Object.assign(strings, { raw: [...strings] }) as unknown as TemplateStringsArray, parameters }
 }

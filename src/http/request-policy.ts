@@ -45,9 +45,12 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
     })
     .onAfterResponse({ as: 'global' }, ({ request, set, responseValue }) => {
       // This runs after the response, outside any handler: whatever throws here would end the process.
-      // A handler that returns a Response (the redirect of `GET /`) sets its status there, not in `set`.
-      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200
-      logRequest(log, request, set.headers['X-Request-Id'], status, startedAt.get(request))
+      if (log.writes?.('info') === false) return
+      // A handler that returns a Response (the redirect of `GET /`, the cache's slot) sets its status
+      // there, not in `set`; the slot's holds the request id too, and empties `set` (AnswerSlot.send).
+      const response = responseValue instanceof Response ? responseValue : undefined
+      const status = response?.status ?? (typeof set.status === 'number' ? set.status : 200)
+      logRequest(log, request, set.headers['X-Request-Id'] ?? response?.headers.get('X-Request-Id') ?? undefined, status, startedAt.get(request))
     })
 }
 
