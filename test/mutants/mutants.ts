@@ -78,8 +78,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/entry-statement.ts',
-        find: '              and ${isLive(sql)}\n            order by e.id\n            limit 1\n          )\n          union all',
-        replace: '            order by e.id\n            limit 1\n          )\n          union all',
+        find: '        and ${isLive(sql)}\n        and (\n',
+        replace: '        and (t.language_code = l.fallback or ${isLive(sql)})\n        and (\n',
       },
     ],
     tests: CONTENT,
@@ -90,8 +90,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/entry-statement.ts',
-        find: '              and ${isLive(sql)}\n              and not exists (',
-        replace: '              and not exists (',
+        find: '        and ${isLive(sql)}\n        and (\n',
+        replace: '        and (t.language_code = l.selected or ${isLive(sql)})\n        and (\n',
       },
     ],
     tests: CONTENT,
@@ -128,8 +128,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/entry-statement.ts',
-        find: '              )\n            order by e.id\n            limit 1\n          )\n        ) candidates',
-        replace: '              )\n            order by e.id desc\n            limit 1\n          )\n        ) candidates',
+        find: '      order by t.language_code = l.selected desc, e.id\n',
+        replace: '      order by t.language_code = l.selected desc, case when t.language_code = l.selected then e.id else -e.id end\n',
       },
     ],
     tests: CONTENT,
@@ -140,8 +140,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/entry-statement.ts',
-        find: '            order by e.id\n            limit 1\n          )\n          union all',
-        replace: '            order by e.id desc\n            limit 1\n          )\n          union all',
+        find: '      order by t.language_code = l.selected desc, e.id\n',
+        replace: '      order by t.language_code = l.selected desc, case when t.language_code = l.selected then -e.id else e.id end\n',
       },
     ],
     tests: CONTENT,
@@ -152,8 +152,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/entry-statement.ts',
-        find: '\n              and not exists (\n                select 1\n                from entry_translations selected_translation\n                where selected_translation.entry_id = e.id\n                  and selected_translation.language_code = (select selected from language)\n              )',
-        replace: '',
+        find: '          t.language_code = l.selected\n          or not exists (',
+        replace: '          true\n          or not exists (',
       },
     ],
     tests: CONTENT,
@@ -161,7 +161,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'fallback-preferred',
     regression: 'C19: a default-language fallback beats a match in the selected language',
-    edits: [{ file: 'src/content/entry-statement.ts', find: '      order by preference\n', replace: '      order by preference desc\n' }],
+    edits: [{ file: 'src/content/entry-statement.ts', find: '      order by t.language_code = l.selected desc, e.id\n', replace: '      order by t.language_code = l.selected, e.id\n' }],
     tests: CONTENT,
   },
   {
@@ -968,5 +968,12 @@ export const MUTANTS: Mutant[] = [
     regression: 'Traceability: a default changed on one page only (HOOK_TIMEOUT_MS 2000 in docs/configuration.md, 1000 in docs/rules.md, C31)',
     edits: [{ file: 'docs/configuration.md', find: '| `HOOK_TIMEOUT_MS` | `1000` |', replace: '| `HOOK_TIMEOUT_MS` | `2000` |' }],
     tests: RULES,
+  },
+  // Issue 45: the remembered date-time check.
+  {
+    id: 'date-time-remembers-invalid',
+    regression: 'C31/C13: the date-time check remembers a value it refused as valid, so a wrong timestamp passes from its second time on',
+    edits: [{ file: 'src/hooks/item-schema.ts', find: '    if (!check(value)) return false', replace: '    if (!check(value)) {\n      valid.add(value)\n      return false\n    }' }],
+    tests: ['test/item-schema.test.ts'],
   },
 ]
