@@ -6,8 +6,8 @@ import type { Sql } from './connect'
  * flattened once per shape into one template (its strings, and the values
  * between them) and then made with each request's values. postgres.js builds
  * the text of a tagged statement on every execution, walking every nested
- * fragment: for the single-entry statement that was a sixth of the process's
- * time per uncached request (issue 45). The flattened statement is still a
+ * fragment: for the single-entry statement that was about a tenth of the
+ * process's CPU per uncached request (issue 45). The flattened statement is still a
  * tagged one: it nests in another (a replica's read wraps it, C50), and its
  * text is the one postgres.js builds from the fragments (test/statement-text.test.ts
  * checks it against the driver's own), so the server sees one prepared
@@ -21,10 +21,10 @@ export class StatementTexts<Values extends Record<string, unknown>> {
   constructor(private readonly names: readonly (keyof Values & string)[]) {}
 
   /**
-   * The statement `compose` makes for `values`, sent as text: `compose` is
-   * called once per `shape` (a key naming everything but the values that
-   * changes its text), with a stand-in for each value, which it may only
-   * interpolate as it is.
+   * The statement `compose` makes for `values`, made from its flattened
+   * template: `compose` is called once per `shape` (a key naming everything
+   * but the values that changes its text), with a stand-in for each value,
+   * which it may only interpolate as it is.
    */
   run<T extends readonly Row[]>(sql: Sql, shape: string, compose: (value: { [Name in keyof Values]: Values[Name] }) => PendingQuery<T>, values: Values): PendingQuery<T> {
     let flattened = this.#texts.get(shape)

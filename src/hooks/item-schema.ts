@@ -16,7 +16,7 @@ const REMEMBERED_VALUES = 10_000
 /**
  * A format check that remembers the values it found valid: every callback's output is checked
  * against its declared shape (C31), and an item's two timestamps cost a regular expression and a
- * date parse each, a third of the chain of a callback that reads nothing (issue 45). The same
+ * date parse each, about a quarter of the chain of a callback that reads nothing (issue 45). The same
  * check, so the same answers; bounded, so a flood of distinct values costs no more memory.
  */
 function rememberingValid(check: (value: string) => boolean): (value: string) => boolean {
