@@ -15,7 +15,7 @@
  * BENCH_SECONDS (default 10): each service's share of a round (half of it,
  * 3 rounds, median).
  */
-import { copyFile, mkdtemp, readFile, writeFile } from 'node:fs/promises'
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openReadPool } from '../src/db/connect'
@@ -34,6 +34,8 @@ const ENTRIES = 30_000
 const PATH = '/api/v1/content/post'
 const { config, target, admin, close } = await setUpBench()
 const children: ReturnType<typeof Bun.spawn>[] = []
+/** The extension folders made for the services, removed at the end. */
+const folders: string[] = []
 
 try {
   const { url, how } = await ensureBenchDatabase(admin, target.url, ENTRIES)
@@ -88,11 +90,13 @@ try {
   for (const child of children) child.kill('SIGTERM')
   await Promise.all(children.map((child) => child.exited))
   await close()
+  await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })))
 }
 
 /** A folder of extension files, as a site would install them. */
 async function extensionsDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'vitrine-reads-'))
+  folders.push(dir)
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text)
   return dir
 }
