@@ -3,6 +3,7 @@ import { afterAll, setDefaultTimeout } from 'bun:test'
 import { join } from 'node:path'
 import { provideExtensionModule } from '../../src/hooks/extension-alias'
 import { provisionCluster, teardownCluster } from './database'
+import { removeLeftovers } from './leftovers'
 
 // Bun 1.4.5 does not apply bunfig.toml's `[test] timeout` (a test sleeping 6 s timed out at 5 s):
 // set here. On a loaded 2-core machine a test that builds a random site takes more than 5 s, and a
@@ -11,7 +12,12 @@ setDefaultTimeout(30_000)
 
 await provisionCluster()
 // Dropping every test database of a run takes seconds on a loaded machine: more than the default 5 s a hook gets.
-afterAll(teardownCluster, { timeout: 60_000 })
+// First the clusters a file started and did not remove (its afterAll skipped by `bun test -t`), the standby
+// among them, whose primary is this run's cluster.
+afterAll(async () => {
+  await removeLeftovers()
+  await teardownCluster()
+}, { timeout: 60_000 })
 
 // An extension's test in a folder outside this repository (EXTENSIONS_DIR=/srv/extensions, run with
 // `bun test /srv/extensions`) has no package.json of ours above it: give it both names as the loader gives

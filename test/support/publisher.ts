@@ -5,6 +5,7 @@ import { connectDatabase, type Sql } from '../../src/db/connect'
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/db/embedded'
 import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate'
 import { CONTENT_TABLES } from './fixtures'
+import { removeAtEnd } from './leftovers'
 import { waitFor } from './wait'
 
 /**
@@ -64,9 +65,12 @@ function publisherOf(cluster: EmbeddedDatabase, cms: Sql, folder: string): Publi
   const url = new URL(cluster.url)
   const conninfo = `host=127.0.0.1 port=${url.port} dbname=cms user=${decodeURIComponent(url.username)} password=${decodeURIComponent(url.password)}`
   let marks = 0
-  return {
+  /** The database subscribed last: what an end of run without stop() leaves a subscription in. */
+  let subscribed: Sql | undefined
+  const publisher: Publisher = {
     cms,
     async subscribe(subscriber) {
+      subscribed = subscriber
       await subscriber`truncate languages, content_types cascade`
       // Trusted text: this cluster's own address and password.
       await subscriber.unsafe(`create subscription ${SUBSCRIPTION} connection '${conninfo}' publication vitrine_content`)
@@ -79,12 +83,15 @@ function publisherOf(cluster: EmbeddedDatabase, cms: Sql, folder: string): Publi
       await waitFor(`the subscriber applies ${mark}`, async () => (await subscriber`select 1 from authors where name = ${mark}`).length === 1, 30_000)
     },
     async stop(subscriber) {
+      registered.done()
       await subscriber?.unsafe(`drop subscription if exists ${SUBSCRIPTION}`).catch(() => {})
       await cms.end()
       await cluster.stop()
       await rm(folder, { recursive: true, force: true })
     },
   }
+  const registered = removeAtEnd(() => publisher.stop(subscribed))
+  return publisher
 }
 
 /** A folder holding the first migration alone: the data model, without anything of the service. */

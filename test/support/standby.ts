@@ -4,6 +4,7 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../../src/db/connect'
 import { freePort, reachablePostgresBinaries } from '../../src/db/embedded'
+import { removeAtEnd } from './leftovers'
 import { waitFor } from './wait'
 
 /**
@@ -97,7 +98,7 @@ export async function startStandby(primaryAdminUrl: string): Promise<Standby> {
     }, 60_000)
   }
   await catchUp()
-  return {
+  const standby: Standby = {
     port,
     url: standbyUrl,
     admin,
@@ -107,6 +108,7 @@ export async function startStandby(primaryAdminUrl: string): Promise<Standby> {
     kill: () => pgCtl('-m', 'immediate', '-w', 'stop'),
     restart: start,
     async remove() {
+      registered.done()
       await admin.end({ timeout: 1 })
       await pgCtl('-m', 'immediate', '-w', 'stop').catch(() => {})
       await waitFor('the standby lets go of its slot', async () => (await primary`select 1 from pg_replication_slots where slot_name = ${slot} and active`).length === 0).catch(() => {})
@@ -115,6 +117,8 @@ export async function startStandby(primaryAdminUrl: string): Promise<Standby> {
       await rm(folder, { recursive: true, force: true })
     },
   }
+  const registered = removeAtEnd(() => standby.remove())
+  return standby
 }
 
 /**
