@@ -1,9 +1,10 @@
 /**
- * Clusters a helper started (the standby, the publisher) that the run must not
- * leave running. A test file removes them in its `afterAll`; but `bun test -t`
- * runs a file's top level and skips its `afterAll` when none of its tests
- * match, and such a cluster, a daemon, outlived the run. The preload removes
- * whatever is still here at the end of every run, before the test cluster.
+ * What the helpers start that the run must not leave running: the standby and
+ * the publisher (PostgreSQL clusters), Varnish, the services. A test file
+ * removes them in its `afterAll`; but `bun test -t` runs a file's top level
+ * and skips its `afterAll` when none of its tests match, and what the file
+ * started outlived the run. The preload removes whatever is still here at the
+ * end of every run, before the test cluster.
  * @example const registered = removeAtEnd(() => standby.remove()); …; registered.done()
  */
 const pending = new Set<() => Promise<void>>()

@@ -1,6 +1,7 @@
 import type { Subprocess } from 'bun'
 import { join } from 'node:path'
 import { waitFor } from './wait'
+import { removeAtEnd } from './leftovers'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 
@@ -62,12 +63,18 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
   }
   const url = /"url":"(http[^"]+)"/.exec(text)![1]
   started = true
+  // Started at a file's top level, it must not outlive a `bun test -t` run that skips the file's afterAll.
+  const registered = removeAtEnd(async () => {
+    child.kill('SIGTERM')
+    await Promise.race([child.exited, Bun.sleep(5000)])
+  })
   return {
     url,
     process: child,
     output: () => text,
     waitForOutput,
     stop: async (signal = 'SIGTERM') => {
+      registered.done()
       child.kill(signal)
       return child.exited
     },

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ROOT } from './service'
 import { waitFor } from './wait'
+import { removeAtEnd } from './leftovers'
 
 /** Debian's varnishd (apt-get install varnish varnish-modules); undefined when it is not installed. */
 export const VARNISHD = ['/usr/sbin/varnishd', '/usr/local/sbin/varnishd'].find((path) => existsSync(path))
@@ -62,14 +63,13 @@ export async function startVarnish(backendPort: number, port = freePort()): Prom
     child.kill('SIGKILL')
     throw error
   }
-  return {
-    url,
-    port,
-    workDir: join(dir, 'work'),
-    stop: async () => {
-      child.kill('SIGTERM')
-      await child.exited
-      await rm(dir, { recursive: true, force: true })
-    },
+  const stop = async () => {
+    registered.done()
+    child.kill('SIGTERM')
+    await child.exited
+    await rm(dir, { recursive: true, force: true })
   }
+  // Started at a file's top level: a `bun test -t` run that skips the file's afterAll must not leave it running.
+  const registered = removeAtEnd(stop)
+  return { url, port, workDir: join(dir, 'work'), stop }
 }
