@@ -552,7 +552,7 @@ describe('C38 (revised): the chain\'s output is kept per variant of what it read
       expect((await hooked.get(`${LIST}/other`)).headers.get('x-cache')).toBe('HIT')
       expect(hooked.cache.stats.answers).toBe(2)
       // The flooded answer itself stays kept: its statement ran once.
-      expect(hooked.statements.filter((statement) => statement.includes('page_entries')).length).toBe(2)
+      expect(hooked.statements.filter((statement) => statement.includes('entry_translations')).length).toBe(2)
     } finally {
       await hooked.close()
     }

@@ -122,11 +122,12 @@ describe('C45: include=alternates', () => {
       const response = await plain.get(path)
       for (const item of [response.body.data].flat()) expect(Object.keys(item)).toEqual(C12_KEYS)
       expect(plain.statements).toHaveLength(1)
-      expect(plain.statements[0]).not.toContain("'alternates'")
+      // The list builds each item as JSON, the single entry returns columns.
+      expect(plain.statements[0]).not.toMatch(/'alternates'|as alternates/)
       plain.statements.length = 0
       await plain.get(`${path}?include=alternates`)
       expect(plain.statements).toHaveLength(1)
-      expect(plain.statements[0]).toContain("'alternates'")
+      expect(plain.statements[0]).toMatch(/'alternates'|as alternates/)
     }
   })
 

@@ -88,7 +88,7 @@ export function headerOf(result: ResultRow): { typeExists: boolean; typeId: numb
 }
 
 /** C50: the content type a list or entry answer is read for (null: the type does not exist). */
-export function typeOfResult(rows: readonly ResultRow[]): number | null {
+export function typeOfResult(rows: readonly { type_id: number | null }[]): number | null {
   return rows[0]?.type_id ?? null
 }
 
@@ -131,17 +131,24 @@ export function resultHeader(sql: Sql): PendingQuery<Row[]> {
   return sql`
     exists (select 1 from content_type) as type_exists,
     (select id from content_type) as type_id,
+    ${goLiveIn(sql, sql`(select id from content_type)`)} as go_live_in,
+    (select selected from language) as selected_language,
+    (select fallback from language) as default_language
+  `
+}
+
+/** C36: seconds until the type's next go-live (an embargoed entry's `published_at`), null when none is due. */
+export function goLiveIn(sql: Sql, typeId: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`
     (
       select extract(epoch from min(e.published_at) - now())::float8
       from entries e
-      where e.content_type_id = (select id from content_type)
+      where e.content_type_id = ${typeId}
         and e.status = 'published'
         and e.published_at > now()
         -- 'infinity' never comes (and PostgreSQL 15 cannot subtract it: a 500).
         and e.published_at < 'infinity'
-    ) as go_live_in,
-    (select selected from language) as selected_language,
-    (select fallback from language) as default_language
+    )
   `
 }
 
@@ -198,7 +205,7 @@ export function entryRows(
  * years 0001 to 9999 only: values outside, ±infinity included, are clamped
  * to that range rather than failing the whole page.
  */
-function epochSeconds(sql: Sql, column: PendingQuery<Row[]>): PendingQuery<Row[]> {
+export function epochSeconds(sql: Sql, column: PendingQuery<Row[]>): PendingQuery<Row[]> {
   return sql`
     case when ${column} is not null then
       floor(extract(epoch from least(greatest(${column}, '0001-01-01 00:00:00+00'::timestamptz), '9999-12-31 23:59:59+00'::timestamptz)))::bigint
@@ -218,18 +225,44 @@ export function listOrder(sql: Sql): PendingQuery<Row[]> {
  * the position and taxonomy.
  */
 function pageTerms(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
+  return sql`
+    page_terms as materialized (
+      select et.entry_id, ${termsAggregate(sql, forModel)} as terms
+      from page_entries pe
+      join entry_terms et on et.entry_id = pe.id
+      ${termsJoin(sql, forModel)}
+      group by et.entry_id
+    )
+  `
+}
+
+/**
+ * One entry's terms (C16), lean or for its model, as one subquery: what a
+ * statement of one entry reads instead of page_terms; `e` is in scope.
+ */
+export function entryTerms(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
+  return sql`
+    coalesce((
+      select ${termsAggregate(sql, forModel)}
+      from entry_terms et
+      ${termsJoin(sql, forModel)}
+      where et.entry_id = e.id
+    ), '[]'::json)
+  `
+}
+
+/** The terms of `et` (entry_terms) joined by termsJoin, as a JSON array in C16's order. */
+function termsAggregate(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
   const term = forModel
     ? sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug, 'position', et.position, 'taxonomy', json_build_object('id', tx.id, 'slug', tx.slug, 'name', tx.name))`
     : sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug)`
+  return sql`json_agg(${term} order by et.position, term.id)`
+}
+
+function termsJoin(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
   return sql`
-    page_terms as materialized (
-      select et.entry_id, json_agg(${term} order by et.position, term.id) as terms
-      from page_entries pe
-      join entry_terms et on et.entry_id = pe.id
-      join terms term on term.id = et.term_id
-      ${forModel ? sql`join taxonomies tx on tx.id = term.taxonomy_id` : sql``}
-      group by et.entry_id
-    )
+    join terms term on term.id = et.term_id
+    ${forModel ? sql`join taxonomies tx on tx.id = term.taxonomy_id` : sql``}
   `
 }
 
@@ -245,7 +278,7 @@ function termsOf(sql: Sql): PendingQuery<Row[]> {
  * scope, and is live: page_entries holds nothing else (C2). One index range
  * of entry_translations' primary key per entry.
  */
-function alternatesOf(sql: Sql): PendingQuery<Row[]> {
+export function alternatesOf(sql: Sql): PendingQuery<Row[]> {
   return sql`
     (
       select coalesce(json_agg(json_build_object('language', t.language_code, 'slug', t.slug) order by t.language_code collate "C"), '[]'::json)
@@ -330,7 +363,11 @@ export function completeRow(row: EntryRow, languages: Languages): EntryRow {
  * columns and content type always, each relation when `parts` has it (C54);
  * `e` is in scope. The author is the row's own (the item shows it).
  */
-function entryModel(sql: Sql, parts: ReadonlySet<ModelPart>): PendingQuery<Row[]> {
+export function entryModel(
+  sql: Sql,
+  parts: ReadonlySet<ModelPart>,
+  { typeId = sql`(select id from content_type)`, terms = termsOf(sql) }: { typeId?: PendingQuery<Row[]>; terms?: PendingQuery<Row[]> } = {},
+): PendingQuery<Row[]> {
   const translations = sql`
       'translations', (
         select coalesce(
@@ -394,7 +431,7 @@ function entryModel(sql: Sql, parts: ReadonlySet<ModelPart>): PendingQuery<Row[]
       'content_type', (
         select json_build_object('id', ct.id, 'slug', ct.slug, 'name', ct.name)
         from content_types ct
-        where ct.id = (select id from content_type)
+        where ct.id = ${typeId}
       ),
       'updated_at', ${epochSeconds(sql, sql`e.updated_at`)},
       'author_id', e.author_id,
@@ -402,7 +439,7 @@ function entryModel(sql: Sql, parts: ReadonlySet<ModelPart>): PendingQuery<Row[]
   `
   const relations = [
     parts.has('translations') ? translations : null,
-    parts.has('terms') ? sql`'terms', ${termsOf(sql)}` : null,
+    parts.has('terms') ? sql`'terms', ${terms}` : null,
     parts.has('featuredImage') ? image : null,
     parts.has('fieldValues') ? fieldValues : null,
   ].filter((relation) => relation !== null)
