@@ -1,4 +1,5 @@
 import type { AnswerCache } from './cache/answer-slot'
+import type { NextGoLives } from './cache/next-go-lives'
 import type { EventFeed } from './changes/event-feed'
 import type { Config } from './config'
 import type { LiveCountCheck } from './content/live-count-check'
@@ -29,6 +30,8 @@ export interface AppDependencies {
   peerAddress?: (request: Request) => string | null
   /** Closes the connection a request came on, at once (the server's; none in process, under tests). */
   closeConnection?: (request: Request) => void
+  /** C36: the types' next go-lives, kept while the change listener hears every write; without it, each statement reads its type's. */
+  goLives?: NextGoLives
   /** DATABASE_READ_URLS (C50): the replicas `sql`'s content reads are routed through; /readyz says which serve. */
   replicas?: ReadReplicas
 }

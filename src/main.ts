@@ -3,6 +3,7 @@ import { createApp } from './app'
 import { everyHandler, listenForChanges, type ChangeHandlers, type ChangeListener } from './cache/change-listener'
 import { EventFeed } from './changes/event-feed'
 import { ContentCache } from './cache/content-cache'
+import { NextGoLives } from './cache/next-go-lives'
 import { startEdgePurge } from './edge/edge-purger'
 import { startWebhookDelivery } from './webhooks/webhook-delivery'
 import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
@@ -71,7 +72,9 @@ runCommand(async (onFailure) => {
     if (edge) watchPurgePendingKeys(() => edge?.purger.pendingKeys ?? 0)
     // C57: webhooks are delivered by one instance per database too, from its own read-write connection.
     webhooks = startWebhookDelivery({ primaryUrl, settings, log })
-    const heard = [cache, replicas?.positions, events, edge?.purger, webhooks.delivery, listenerMetric].filter((handlers) => handlers !== undefined)
+    // C36: a type's next go-live is read again only after a write to it, or once it has come.
+    const goLives = new NextGoLives()
+    const heard = [cache, goLives, replicas?.positions, events, edge?.purger, webhooks.delivery, listenerMetric].filter((handlers) => handlers !== undefined)
     listener = listenForChanges(primaryUrl, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
     await replicas?.start()
     // C18: a type whose kept count drifted is counted one by one; its cached answers go.
@@ -83,7 +86,7 @@ runCommand(async (onFailure) => {
     // C53: a worker's metrics are scraped through its supervisor, which holds METRICS_PORT.
     if (settings.isWorker && settings.metricsPort !== undefined) answerScrapes(() => registry.snapshot())
     metrics = settings.isWorker ? undefined : listenForMetrics(settings, log, () => registry.snapshot())
-    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, liveCounts, events, replicas, peerAddress: (request) => peerAddress(server, request), closeConnection: (request) => server.timeout(request, 1) }))
+    listening = listen(settings, process.env, log, (config, server) => createApp({ sql, config, log, filters, cache, goLives, liveCounts, events, replicas, peerAddress: (request) => peerAddress(server, request), closeConnection: (request) => server.timeout(request, 1) }))
   } catch (error) {
     // Nothing will serve: leave no pool, no listener and no embedded PostgreSQL behind.
     events?.close()

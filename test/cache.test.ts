@@ -1,6 +1,7 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { t } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
+import { NextGoLives } from '../src/cache/next-go-lives'
 import { cachedTestApp } from './support/cached-app'
 import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
@@ -219,6 +220,107 @@ describe('C36: every outside write shows on the next request after its notificat
     } finally {
       await capped.close()
     }
+  })
+})
+
+describe('C36: a type\'s next go-live, read again only after a write to the type or once it has come (issue 45)', () => {
+  /** The statements of the content routes that read their type's next go-live. */
+  const GO_LIVE = 'min(e.published_at) - now()'
+  const readGoLive = (app: { statements: string[] }) => app.statements.filter((text) => text.includes('from entry_translations t') && text.includes(GO_LIVE)).length
+
+  test('the first answer of a type reads it; the next of that type, entries and lists, do not, and their max-age still stops at it', async () => {
+    const [{ at }] = await db.sql<{ at: Date }[]>`select now() + interval '1500 milliseconds' as at`
+    await addEntry(db.sql, { translations: { en: { slug: 'one' } } })
+    await addEntry(db.sql, { translations: { en: { slug: 'two' } } })
+    await addEntry(db.sql, { type: 'page', translations: { en: { slug: 'about' } } })
+    await addEntry(db.sql, { publishedAt: at, translations: { en: { slug: 'soon' } } })
+    const capped = await cachedTestApp(db.url, { CACHE_MAX_AGE: '300' })
+    try {
+      await settled(capped)
+      capped.statements.length = 0
+      for (const slug of ['one', 'two', 'missing']) {
+        const response = await capped.get(`${LIST}/${slug}`)
+        expect([slug, response.headers.get('x-cache'), response.headers.get('cache-control')]).toEqual([slug, 'MISS', expect.stringMatching(/^public, (max-age=1|no-cache)$/)])
+      }
+      expect([readGoLive(capped), capped.goLives.size]).toEqual([1, 1])
+      // The type's list knows it too.
+      const list = await capped.get(LIST)
+      expect([list.body.meta.total, list.headers.get('cache-control'), readGoLive(capped), capped.statements.length]).toEqual([2, expect.stringMatching(/^public, (max-age=1|no-cache)$/), 1, 4])
+      // Another type reads its own.
+      expect((await capped.get('/api/v1/content/page/about')).headers.get('cache-control')).toBe('public, max-age=300')
+      expect(readGoLive(capped)).toBe(2)
+      // Once the moment has come, it is read again: the next one is none.
+      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${at} as passed`)[0].passed === false) await Bun.sleep(50)
+      const after = await capped.get(`${LIST}/soon`)
+      expect([after.status, after.headers.get('cache-control'), readGoLive(capped)]).toEqual([200, 'public, max-age=300', 3])
+      // The cached answers of before it are gone, and the next answer knows there is none.
+      expect((await capped.get(`${LIST}/one`)).headers.get('x-cache')).toBe('MISS')
+      expect(readGoLive(capped)).toBe(3)
+    } finally {
+      await capped.close()
+    }
+  })
+
+  test('a write to the type makes the next single entry read it again: a nearer go-live scheduled by any writer caps its max-age', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'one' } } })
+    await addEntry(db.sql, { translations: { en: { slug: 'two' } } })
+    const capped = await cachedTestApp(db.url, { CACHE_MAX_AGE: '300' })
+    try {
+      await settled(capped)
+      capped.statements.length = 0
+      expect((await capped.get(`${LIST}/one`)).headers.get('cache-control')).toBe('public, max-age=300')
+      expect(readGoLive(capped)).toBe(1)
+      await addEntry(db.sql, { publishedAt: new Date(Date.now() + 40_000), translations: { en: { slug: 'later' } } })
+      // Its entry and its translation are two notifications: a statement that ran while the second came keeps nothing.
+      await settled(capped)
+      const two = await capped.get(`${LIST}/two`)
+      expect([readGoLive(capped), two.headers.get('cache-control')]).toEqual([2, expect.stringMatching(/^public, max-age=(39|40)$/)])
+      // Known again: the next entry of the type is capped by what was remembered, without reading it.
+      const one = await capped.get(`${LIST}/one`)
+      expect([readGoLive(capped), one.headers.get('x-cache'), one.headers.get('cache-control')]).toEqual([2, 'MISS', expect.stringMatching(/^public, max-age=(39|40)$/)])
+    } finally {
+      await capped.close()
+    }
+  })
+
+  test('what the lost listener may have missed is forgotten; nothing is remembered while it is lost, nor from a statement that ran while a write was heard', async () => {
+    await addEntry(db.sql, { translations: { en: { slug: 'one' } } })
+    const capped = await cachedTestApp(db.url)
+    try {
+      await settled(capped)
+      await capped.get(`${LIST}/one`)
+      expect(capped.goLives.size).toBe(1)
+      const lost = capped.nextLost()
+      const back = capped.nextListening()
+      await db.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'vitrine-listener' and datname = current_database()`
+      await lost
+      expect(capped.goLives.size).toBe(0)
+      await back
+    } finally {
+      await capped.close()
+    }
+    const goLives = new NextGoLives()
+    // Not listening yet: a write could go unheard.
+    goLives.before('post').settle(1, null)
+    expect(goLives.size).toBe(0)
+    goLives.onListening()
+    // A statement read before a write was heard may predate it: what it found is not kept.
+    const read = goLives.before('post')
+    goLives.onChange({ table: 'entries', typeIds: new Set([1]) })
+    expect(read.settle(1, 12)).toBe(12)
+    expect(goLives.size).toBe(0)
+    goLives.before('post').settle(1, 30)
+    goLives.before('page').settle(2, null)
+    const [post, page] = [goLives.before('post'), goLives.before('page')]
+    expect([post.read, post.settle(1, null), page.read, page.settle(2, 99)]).toEqual([false, expect.closeTo(30, 0), false, null])
+    // The type the slug names now is not the one remembered: the answer is true until now only.
+    expect(goLives.before('post').settle(7, null)).toBe(0)
+    // A write names the types it changed: only theirs are forgotten; a type not found is never kept.
+    goLives.onChange({ table: 'entries', typeIds: new Set([1]) })
+    goLives.before('nothing').settle(null, null)
+    expect([goLives.before('post').read, goLives.size]).toEqual([true, 1])
+    goLives.onChange({ table: 'content_types', typeIds: 'all' })
+    expect(goLives.size).toBe(0)
   })
 })
 

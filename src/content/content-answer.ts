@@ -1,4 +1,5 @@
 import type { Loaded } from '../cache/content-cache'
+import type { NextGoLives } from '../cache/next-go-lives'
 import type { Sql } from '../db/connect'
 import type { EntryModel, ModelPart } from '../hooks/extension'
 import { etagOf } from '../http/http-caching'
@@ -69,6 +70,8 @@ export interface AnswerOptions {
   countByScan?: boolean
   /** What each item holds (C44, C45); every default key by default. */
   shape?: ItemShape
+  /** C36: the types' next go-lives the change listener keeps. */
+  goLives?: NextGoLives
 }
 
 const encoder = new TextEncoder()
@@ -87,6 +90,7 @@ export async function loadListAnswer(options: AnswerOptions & { perPage: number;
     limit: perPage,
     start: start.cursor ? { after: start.cursor.position } : { offset: Math.min((start.page - 1) * perPage, Number.MAX_SAFE_INTEGER) },
     countByScan: options.countByScan,
+    goLives: options.goLives,
     model: options.model,
     alternates: options.shape?.alternates,
     highlights: options.shape?.highlights,
@@ -163,6 +167,7 @@ export async function loadEntryAnswer(options: AnswerOptions & { slug: string | 
     alternates: options.shape?.alternates,
     highlights: options.shape?.highlights,
     timeoutMs: options.timeoutMs,
+    goLives: options.goLives,
   })
   const loaded = { typeId: result.typeId, expiresInMs: expiresInMs(result.goLiveInSeconds), language: result.languages.selected }
   // C5: the type is checked before the slug.

@@ -2,6 +2,7 @@ import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import { StatementTexts } from '../db/statement-text'
+import { READ_EVERY_TIME, type NextGoLives } from '../cache/next-go-lives'
 import { alternatesOf, completeRow, entryModel, entryTerms, epochSeconds, goLiveIn, isLive, NO_DEADLINE, typeOfResult, type EntryModelRow, type EntryRow, type Languages, type RowContents } from './statement-fragments'
 
 export interface EntryMatch {
@@ -18,6 +19,8 @@ export interface FindOptions extends RowContents {
   lang: string | undefined
   /** null matches no entry. */
   slug: string | null
+  /** C36: the types' next go-lives the change listener keeps; without it, every statement reads its type's. */
+  goLives?: NextGoLives
 }
 
 /**
@@ -58,12 +61,14 @@ export interface EntryResultRow extends Row {
  */
 export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promise<EntryMatch> {
   const { type, lang, slug } = options
-  const shape = `${options.model ? [...options.model].sort().join(',') : '-'} ${options.alternates ? 'alternates' : ''}`
-  const statement = (db: Sql) => findTexts.run(db, shape, (value) => findStatement(db, { ...options, ...value }), { type, lang, slug })
+  const goLive = options.goLives?.before(type) ?? READ_EVERY_TIME
+  const shape = `${options.model ? [...options.model].sort().join(',') : '-'} ${options.alternates ? 'alternates' : ''} ${goLive.read ? '' : 'go-live known'}`
+  const statement = (db: Sql) => findTexts.run(db, shape, (value) => findStatement(db, { ...options, ...value, readGoLive: goLive.read }), { type, lang, slug })
   const [result] = await runRead(sql, statement, options.timeoutMs ?? NO_DEADLINE, { answerType: typeOfResult })
   const languages = { selected: result.selected_language, default: result.default_language }
   const row = result.id === null ? null : completeRow(entryRowOf(result, options), languages)
-  return { typeExists: result.type_id !== null, typeId: result.type_id, goLiveInSeconds: result.go_live_in, languages, row }
+  const goLiveInSeconds = goLive.settle(result.type_id, result.go_live_in)
+  return { typeExists: result.type_id !== null, typeId: result.type_id, goLiveInSeconds, languages, row }
 }
 
 /** The statement's text per shape: what the model holds, alternates (issue 45). */
@@ -76,8 +81,8 @@ const findTexts = new StatementTexts<Pick<FindOptions, 'type' | 'lang' | 'slug'>
  * request in plan nodes, sorts and a second read of the translation). The
  * translation that matched the slug is the one the item shows (C14, C19).
  */
-export function findStatement(sql: Sql, options: FindOptions): PendingQuery<EntryResultRow[]> {
-  const { type, lang, slug, model = null, alternates = false } = options
+export function findStatement(sql: Sql, options: FindOptions & { readGoLive?: boolean }): PendingQuery<EntryResultRow[]> {
+  const { type, lang, slug, model = null, alternates = false, readGoLive = true } = options
   const parts = new Set(model ?? [])
   return sql<EntryResultRow[]>`
     with language as (
@@ -88,7 +93,7 @@ export function findStatement(sql: Sql, options: FindOptions): PendingQuery<Entr
     )
     select
       type_row.id as type_id,
-      ${goLiveIn(sql, sql`type_row.id`)} as go_live_in,
+      ${readGoLive ? goLiveIn(sql, sql`type_row.id`) : sql`null::float8`} as go_live_in,
       l.selected as selected_language,
       l.fallback as default_language,
       e.id,

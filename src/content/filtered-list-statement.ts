@@ -64,7 +64,7 @@ export function filteredListStatement(sql: Sql, options: ListOptions & { filters
       limit ${limit}::int8
     )
     select
-      ${resultHeader(sql)},
+      ${resultHeader(sql, options.readGoLive)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
       ${entryRows(sql, options, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``, shape === 'search' ? searchHighlights(sql) : undefined)} as rows

@@ -1,3 +1,4 @@
+import type { NextGoLives } from '../cache/next-go-lives'
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import type { ListPosition } from './cursor'
@@ -16,6 +17,10 @@ export interface ListOptions extends RowContents {
   countByScan?: boolean
   /** C40–C43: only the live entries that pass these. */
   filters?: ListFilters
+  /** C36: the types' next go-lives the change listener keeps; without it, every statement reads its type's. */
+  goLives?: NextGoLives
+  /** False: the statement leaves out its type's next go-live, which the process knows (set by listLiveEntries). */
+  readGoLive?: boolean
 }
 
 /**

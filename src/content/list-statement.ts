@@ -1,6 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
+import { READ_EVERY_TIME } from '../cache/next-go-lives'
 import { filteredListStatement, isFiltered, shapeOf } from './filtered-list-statement'
 import { pageAfter, pageByOffset, type ListOptions } from './list-pages'
 import { commonTables, completeRow, entryRows, headerOf, isDatedLive, isUndatedLive, languagesOf, listOrder, NO_DEADLINE, resultHeader, typeOfResult, type EntryRow, type Languages, type ResultRow } from './statement-fragments'
@@ -28,9 +29,11 @@ export interface EntryPage {
  * @example await listLiveEntries(sql, { type: 'post', lang: 'fr', limit: 20, start: { offset: 0 } })
  */
 export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<EntryPage> {
-  const [result] = await runRead(sql, (db) => listStatement(db, options), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options), answerType: typeOfResult })
+  const goLive = options.goLives?.before(options.type) ?? READ_EVERY_TIME
+  const [result] = await runRead(sql, (db) => listStatement(db, { ...options, readGoLive: goLive.read }), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options), answerType: typeOfResult })
   const languages = languagesOf(result)
-  return { ...headerOf(result), languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
+  const goLiveInSeconds = goLive.settle(result.type_id, result.go_live_in)
+  return { ...headerOf(result), goLiveInSeconds, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
 }
 
 /** From this many live entries deep, a page by number reads what it skips: its cost grows with the data (C47). */
@@ -84,7 +87,7 @@ export function listStatement(sql: Sql, options: ListOptions): PendingQuery<Resu
       limit ${limit}::int8
     )
     select
-      ${resultHeader(sql)},
+      ${resultHeader(sql, options.readGoLive)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
       ${entryRows(sql, options)} as rows

@@ -21,7 +21,7 @@ export const SHOW_PATH = '/api/v1/content/:type/:slug'
  * Each request reads top to bottom: parameters → the answer (from the cache, or one
  * statement → map) → filter chain → respond with its caching headers (C32–C34).
  */
-export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), liveCounts }: AppDependencies, slot: AnswerSlot) {
+export function contentRoutes({ sql, config, log, filters = new FilterRegistry(), liveCounts, goLives }: AppDependencies, slot: AnswerSlot) {
   const prepare = answerPreparer({ config, log, filters })
   // C44: the keys `fields` may name, in the item's order: the default ones, `alternates`, those the extensions declare.
   const itemKeys = Object.keys(filters.itemSchema.properties)
@@ -31,6 +31,7 @@ export function contentRoutes({ sql, config, log, filters = new FilterRegistry()
     model: filters.modelParts,
     timeoutMs: config.databaseTimeoutMs,
     publicUrl: config.publicUrl,
+    goLives,
     type,
     lang,
     shape,

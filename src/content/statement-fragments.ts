@@ -127,11 +127,12 @@ export function commonTables(sql: Sql, type: string, lang: string | undefined): 
   `
 }
 
-export function resultHeader(sql: Sql): PendingQuery<Row[]> {
+/** `readGoLive` false: the process knows the type's next go-live (src/cache/next-go-lives.ts), go_live_in is null. */
+export function resultHeader(sql: Sql, readGoLive = true): PendingQuery<Row[]> {
   return sql`
     exists (select 1 from content_type) as type_exists,
     (select id from content_type) as type_id,
-    ${goLiveIn(sql, sql`(select id from content_type)`)} as go_live_in,
+    ${readGoLive ? goLiveIn(sql, sql`(select id from content_type)`) : sql`null::float8`} as go_live_in,
     (select selected from language) as selected_language,
     (select fallback from language) as default_language
   `

@@ -1,6 +1,7 @@
 import { createApp } from '../../src/app'
 import type { EventFeed } from '../../src/changes/event-feed'
 import type { AnswerCache } from '../../src/cache/answer-slot'
+import type { NextGoLives } from '../../src/cache/next-go-lives'
 import { loadConfig, type Config } from '../../src/config'
 import { LiveCountCheck } from '../../src/content/live-count-check'
 import { openReadPool, type Sql } from '../../src/db/connect'
@@ -47,7 +48,7 @@ export function testApp(
   env: Record<string, string> = {},
   filters = new FilterRegistry(),
   cache?: AnswerCache,
-  { poolTimeoutMs, liveCountCheck = false, events }: { poolTimeoutMs?: number; liveCountCheck?: boolean; events?: (sql: Sql, log: Logger) => EventFeed } = {},
+  { poolTimeoutMs, liveCountCheck = false, events, goLives }: { poolTimeoutMs?: number; liveCountCheck?: boolean; events?: (sql: Sql, log: Logger) => EventFeed; goLives?: NextGoLives } = {},
 ): TestApp {
   // NODE_ENV test, as under `bun test`: an extension's output that does not match its declared schema fails the request.
   const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://cms.example.com', LOG_LEVEL: 'debug', ...env })
@@ -72,7 +73,7 @@ export function testApp(
     error: (msg, fields) => (written.error(msg, fields), noticeRequest(msg, fields)),
   }
   const liveCounts = liveCountCheck ? new LiveCountCheck(sql, log, (typeIds) => cache?.onChange({ table: 'live_entry_count_deltas', typeIds: new Set(typeIds) })) : undefined
-  const app = createApp({ sql, config, log, filters, cache, liveCounts, events: events?.(sql, log) })
+  const app = createApp({ sql, config, log, filters, cache, goLives, liveCounts, events: events?.(sql, log) })
   return {
     app,
     liveCounts,

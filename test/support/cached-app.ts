@@ -1,5 +1,6 @@
 import { listenForChanges, type Change, type LanguageSet } from '../../src/cache/change-listener'
 import { ContentCache } from '../../src/cache/content-cache'
+import { NextGoLives } from '../../src/cache/next-go-lives'
 import type { AnswerCache, PreparedAnswer, SlotAnswer } from '../../src/cache/answer-slot'
 import { FilterRegistry } from '../../src/hooks/registry'
 import { createLogger } from '../../src/log'
@@ -7,6 +8,8 @@ import { testApp, type TestApp } from './app'
 
 export interface CachedTestApp extends TestApp {
   cache: AnswerCache
+  /** The types' next go-lives the listener keeps (C36), as main.ts wires them. */
+  goLives: NextGoLives
   /** Resolves once the listener hears a change of `table` (from now on). */
   nextChange(table: string): Promise<Change>
   /** Resolves once the listener is (again) listening. */
@@ -22,6 +25,7 @@ export interface CachedTestApp extends TestApp {
  */
 export async function cachedTestApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry(), maxBytes = 64 * 1024 * 1024): Promise<CachedTestApp> {
   const cache = new ContentCache<SlotAnswer, PreparedAnswer>(maxBytes)
+  const goLives = new NextGoLives()
   const waiting: { kind: 'change' | 'listening' | 'lost'; table?: string; resolve: (change: any) => void }[] = []
   const settle = (kind: 'change' | 'listening' | 'lost', change?: Change) => {
     for (const waiter of [...waiting]) {
@@ -35,14 +39,17 @@ export async function cachedTestApp(databaseUrl: string, env: Record<string, str
   const handlers = {
     onListening: (languages: LanguageSet) => {
       cache.onListening(languages)
+      goLives.onListening()
       settle('listening')
     },
     onLost: () => {
       cache.onLost()
+      goLives.onLost()
       settle('lost')
     },
     onChange: (change: Change) => {
       cache.onChange(change)
+      goLives.onChange(change)
       settle('change', change)
     },
     onLanguages: (languages: LanguageSet) => cache.onLanguages(languages),
@@ -50,11 +57,12 @@ export async function cachedTestApp(databaseUrl: string, env: Record<string, str
   const wait = (kind: 'change' | 'listening' | 'lost', table?: string) => new Promise<any>((resolve) => waiting.push({ kind, table, resolve }))
   const listening = wait('listening')
   const listener = listenForChanges(databaseUrl, handlers, { timeoutMs: 5000, heartbeatMs: 200, log: createLogger('silent') })
-  const api = testApp(databaseUrl, env, filters, cache)
+  const api = testApp(databaseUrl, env, filters, cache, { goLives })
   await listening
   return {
     ...api,
     cache,
+    goLives,
     nextChange: (table) => wait('change', table),
     nextListening: () => wait('listening'),
     nextLost: () => wait('lost'),
