@@ -325,6 +325,26 @@ export const MUTANTS: Mutant[] = [
     tests: HOOKS,
   },
 
+  // C36: a type's next go-live, remembered by the process while nothing is written (issue 45).
+  {
+    id: 'go-live-outlives-write',
+    regression: 'C36: a remembered next go-live survives a write to its type: an entry scheduled sooner is served past its go-live',
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (change.typeIds.has(kept.typeId)) this.#known.delete(type)', replace: 'if (change.typeIds.has(-1)) this.#known.delete(type)' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'go-live-outlives-moment',
+    regression: 'C36: a remembered next go-live is used after its moment: answers after it never expire again',
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (kept !== undefined && kept.at <= startedAt) {', replace: 'if (kept !== undefined && kept.at <= startedAt && false) {' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'go-live-learned-across-write',
+    regression: 'C36: a go-live read by a statement that ran while a write was heard is remembered (its snapshot may predate the write)',
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (listening && this.#listening && epoch === this.#epoch && typeId !== null) {', replace: 'if (listening && this.#listening && typeId !== null) {' }],
+    tests: [CACHE],
+  },
+
   // C38: the chain's output is kept per variant of what it read, and only while its answer is.
   {
     id: 'variant-ignores-reads',
