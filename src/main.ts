@@ -3,7 +3,7 @@ import { createApp } from './app'
 import { everyHandler, listenForChanges, type ChangeHandlers, type ChangeListener } from './cache/change-listener'
 import { EventFeed } from './changes/event-feed'
 import { ContentCache } from './cache/content-cache'
-import { NextGoLives } from './cache/next-go-lives'
+import { goLivesFor } from './cache/next-go-lives'
 import { startEdgePurge } from './edge/edge-purger'
 import { startWebhookDelivery } from './webhooks/webhook-delivery'
 import type { PreparedAnswer, SlotAnswer } from './cache/answer-slot'
@@ -72,8 +72,8 @@ runCommand(async (onFailure) => {
     if (edge) watchPurgePendingKeys(() => edge?.purger.pendingKeys ?? 0)
     // C57: webhooks are delivered by one instance per database too, from its own read-write connection.
     webhooks = startWebhookDelivery({ primaryUrl, settings, log })
-    // C36: a type's next go-live is read again only after a write to it, or once it has come.
-    const goLives = new NextGoLives()
+    // C36: a type's next go-live is read again only after a write to it, or once it has come (with CACHE_MAX_AGE 0).
+    const goLives = goLivesFor(settings)
     const heard = [cache, goLives, replicas?.positions, events, edge?.purger, webhooks.delivery, listenerMetric].filter((handlers) => handlers !== undefined)
     listener = listenForChanges(primaryUrl, everyHandler(heard, log), { timeoutMs: settings.databaseTimeoutMs, log })
     await replicas?.start()

@@ -118,7 +118,8 @@ export function findStatement(sql: Sql, options: FindOptions & { readGoLive?: bo
     left join lateral (
       -- One range of entry_translations_language_slug for both languages; the selected
       -- language's match first, else one without a row in it (C19); the lowest id of each.
-      select e.*, t.title, t.slug, t.excerpt, t.meta_title, t.meta_description
+      -- Named, not e.*: a column a writer's system adds to entries must not clash with these.
+      select e.id, e.published_at, e.created_at, e.updated_at, e.author_id, e.featured_image_id, t.title, t.slug, t.excerpt, t.meta_title, t.meta_description
       from entry_translations t
       join entries e on e.id = t.entry_id
       where t.slug = ${slug}

@@ -335,7 +335,19 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'go-live-outlives-moment',
     regression: 'C36: a remembered next go-live is used after its moment: answers after it never expire again',
-    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (kept !== undefined && kept.at <= startedAt) {', replace: 'if (kept !== undefined && kept.at <= startedAt && false) {' }],
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (kept !== undefined && (kept.at <= startedAt || kept.until <= startedAt)) {', replace: 'if (kept !== undefined && kept.until <= startedAt) {' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'go-live-used-across-write',
+    regression: 'C36: an answer that used a remembered go-live while a write to its type was heard (the write may be in its rows) keeps the old go-live',
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (found === remembered.typeId && this.#known.get(type) === remembered) return', replace: 'if (found === remembered.typeId) return' }],
+    tests: [CACHE],
+  },
+  {
+    id: 'go-live-remembered-with-max-age',
+    regression: 'C33/C36: with a CACHE_MAX_AGE, a max-age is capped by a remembered go-live, which a write heard after the answer was sent cannot take back',
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'return config.cacheMaxAge === 0 ? new NextGoLives() : undefined', replace: 'return new NextGoLives()' }],
     tests: [CACHE],
   },
   {

@@ -1,6 +1,6 @@
 import { listenForChanges, type Change, type LanguageSet } from '../../src/cache/change-listener'
 import { ContentCache } from '../../src/cache/content-cache'
-import { NextGoLives } from '../../src/cache/next-go-lives'
+import { goLivesFor, type NextGoLives } from '../../src/cache/next-go-lives'
 import type { AnswerCache, PreparedAnswer, SlotAnswer } from '../../src/cache/answer-slot'
 import { FilterRegistry } from '../../src/hooks/registry'
 import { createLogger } from '../../src/log'
@@ -8,8 +8,8 @@ import { testApp, type TestApp } from './app'
 
 export interface CachedTestApp extends TestApp {
   cache: AnswerCache
-  /** The types' next go-lives the listener keeps (C36), as main.ts wires them. */
-  goLives: NextGoLives
+  /** The types' next go-lives the listener keeps (C36), as main.ts wires them: none with a CACHE_MAX_AGE. */
+  goLives: NextGoLives | undefined
   /** Resolves once the listener hears a change of `table` (from now on). */
   nextChange(table: string): Promise<Change>
   /** Resolves once the listener is (again) listening. */
@@ -25,7 +25,7 @@ export interface CachedTestApp extends TestApp {
  */
 export async function cachedTestApp(databaseUrl: string, env: Record<string, string> = {}, filters = new FilterRegistry(), maxBytes = 64 * 1024 * 1024): Promise<CachedTestApp> {
   const cache = new ContentCache<SlotAnswer, PreparedAnswer>(maxBytes)
-  const goLives = new NextGoLives()
+  const goLives = goLivesFor({ cacheMaxAge: Number(env.CACHE_MAX_AGE ?? 0) })
   const waiting: { kind: 'change' | 'listening' | 'lost'; table?: string; resolve: (change: any) => void }[] = []
   const settle = (kind: 'change' | 'listening' | 'lost', change?: Change) => {
     for (const waiter of [...waiting]) {
@@ -39,17 +39,17 @@ export async function cachedTestApp(databaseUrl: string, env: Record<string, str
   const handlers = {
     onListening: (languages: LanguageSet) => {
       cache.onListening(languages)
-      goLives.onListening()
+      goLives?.onListening()
       settle('listening')
     },
     onLost: () => {
       cache.onLost()
-      goLives.onLost()
+      goLives?.onLost()
       settle('lost')
     },
     onChange: (change: Change) => {
       cache.onChange(change)
-      goLives.onChange(change)
+      goLives?.onChange(change)
       settle('change', change)
     },
     onLanguages: (languages: LanguageSet) => cache.onLanguages(languages),
