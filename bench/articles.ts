@@ -23,7 +23,8 @@
  * postgres://postgres@127.0.0.1:5432/postgres); only `vitrine_bench_articles_*`
  * databases are made or dropped there. Writes bench/articles-last-run.md.
  */
-import { copyFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
+import { copyFile, mkdtemp, readdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../src/db/connect'
@@ -174,7 +175,8 @@ try {
   say(`# Long articles: ${ARTICLES.toLocaleString('en')} posts of ${WORDS_PER_ARTICLE} words`)
   const copyText = articles()
   const modelDir = await dataModelOnly()
-  process.once('exit', () => void rm(modelDir, { recursive: true, force: true }))
+  // Synchronously: an 'exit' handler's promises never settle, and the folder stayed behind.
+  process.once('exit', () => rmSync(modelDir, { recursive: true, force: true }))
   const ms: Record<string, Record<Kind, number[]>> = {}
   let bytes: Record<Kind, { search: number; guards: number }> | undefined
   for (let round = 0; round < ROUNDS; round++) {

@@ -6,7 +6,8 @@
  * (0008) is timed on the real thing. A kept database is only migrated.
  */
 import { createHash } from 'node:crypto'
-import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
+import { copyFile, mkdtemp, readdir, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../src/db/connect'
@@ -55,7 +56,8 @@ export async function ensureSearchDatabase(admin: Sql, serverUrl: string, size: 
 async function migrationsUpTo(last: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'vitrine-migrations-'))
   for (const file of (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql') && file <= last)) await copyFile(join(MIGRATIONS_DIR, file), join(dir, file))
-  process.once('exit', () => void rm(dir, { recursive: true, force: true }))
+  // Synchronously: an 'exit' handler's promises never settle, and the folder stayed behind.
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
   return dir
 }
 
