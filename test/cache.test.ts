@@ -281,7 +281,7 @@ describe('C36: a type\'s next go-live, read again only after a write to the type
     }
   })
 
-  test('with a CACHE_MAX_AGE nothing is remembered: a max-age, once sent, cannot be taken back when a write is heard', async () => {
+  test('C33: with a CACHE_MAX_AGE nothing is remembered: a max-age, once sent, cannot be taken back when a write is heard', async () => {
     await addEntry(db.sql, { translations: { en: { slug: 'one' } } })
     await addEntry(db.sql, { translations: { en: { slug: 'two' } } })
     await addEntry(db.sql, { publishedAt: new Date(Date.now() + 40_000), translations: { en: { slug: 'later' } } })

@@ -101,7 +101,8 @@ export class NextGoLives implements ChangeHandlers {
     return {
       read: true,
       settle: (typeId, seconds) => {
-        if (listening && this.#listening && epoch === this.#epoch && typeId !== null) {
+        // Losing the listener moves the epoch too: unchanged, it was heard throughout.
+        if (listening && epoch === this.#epoch && typeId !== null) {
           if (this.#known.size >= MAX_TYPES) this.#known.clear()
           // From before the statement was sent: the moment is never later than the one the database counted from.
           this.#known.set(type, { typeId, at: seconds === null ? Infinity : startedAt + seconds * 1000, until: startedAt + this.trustedMs })

@@ -38,7 +38,8 @@ export interface EntryResultRow extends Row {
   created_at: number
   position: string | null
   author_id: number | null
-  author_name: string
+  /** Null with author_id. */
+  author_name: string | null
   title: string | null
   slug: string | null
   excerpt: string | null
@@ -158,7 +159,7 @@ function entryRowOf(result: EntryResultRow, options: FindOptions): EntryRow {
     published_at: result.published_at,
     position: result.position,
     created_at: result.created_at,
-    author: result.author_id === null ? null : { id: result.author_id, name: result.author_name },
+    author: result.author_id === null ? null : { id: result.author_id, name: result.author_name! },
     translation: { title: result.title, slug: result.slug, excerpt: result.excerpt, meta_title: result.meta_title, meta_description: result.meta_description },
     image: result.image_path === null ? null : { path: result.image_path, thumbnail: result.thumbnail, medium: result.medium },
     terms: result.terms ?? [],

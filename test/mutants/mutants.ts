@@ -353,7 +353,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'go-live-learned-across-write',
     regression: 'C36: a go-live read by a statement that ran while a write was heard is remembered (its snapshot may predate the write)',
-    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (listening && this.#listening && epoch === this.#epoch && typeId !== null) {', replace: 'if (listening && this.#listening && typeId !== null) {' }],
+    edits: [{ file: 'src/cache/next-go-lives.ts', find: 'if (listening && epoch === this.#epoch && typeId !== null) {', replace: 'if (listening && typeId !== null) {' }],
     tests: [CACHE],
   },
 
