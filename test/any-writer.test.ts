@@ -255,10 +255,12 @@ describe('C56: drift found on a timer, reported, and repaired by `bun run repair
     })
     // A document lost by hand, its postings left; the term lists, which follow the kept counts, lost on their own.
     await db.sql`delete from search_documents where entry_id = ${lost}`
+    // And a prefix's sum (0016), its postings right: `zeb` of the edited entry.
+    await db.sql`update search_prefixes set score = score + 1 where entry_id = ${edited} and prefix = 'zeb'`
     await db.sql`delete from term_list_carried`
     await db.sql`alter table field_values disable trigger field_values_0_guarded_insert`
     const drifted = Object.fromEntries((await db.sql<{ structure: string; drifted: number }[]>`select structure, drifted::int from vitrine_kept_drift()`).map((row) => [row.structure, row.drifted]))
-    expect(Object.keys(drifted).filter((structure) => drifted[structure]! > 0).sort()).toEqual(['entry_guards', 'filter_counts', 'live_entry_counts', 'search_documents', 'term_lists', 'triggers'])
+    expect(Object.keys(drifted).filter((structure) => drifted[structure]! > 0).sort()).toEqual(['entry_guards', 'filter_counts', 'live_entry_counts', 'search_documents', 'search_prefixes', 'term_lists', 'triggers'])
     // The service's check, as it runs on its timer.
     const logs: string[] = []
     const check = new KeptDriftCheck(api.sql, createLogger('info', (line) => logs.push(line)))
@@ -266,9 +268,9 @@ describe('C56: drift found on a timer, reported, and repaired by `bun run repair
     try {
       await check.check()
       await check.check()
-      expect(check.drifted()).toMatchObject({ triggers: 1, entry_guards: 2, search_documents: 3 })
+      expect(check.drifted()).toMatchObject({ triggers: 1, entry_guards: 2, search_documents: 3, search_prefixes: 1 })
       const warnings = logs.map((line) => JSON.parse(line)).filter((line) => line.level === 'warn')
-      expect(warnings.map((line) => line.structure).sort()).toEqual(['entry_guards', 'search_documents', 'term_lists', 'triggers'])
+      expect(warnings.map((line) => line.structure).sort()).toEqual(['entry_guards', 'search_documents', 'search_prefixes', 'term_lists', 'triggers'])
       expect(warnings.every((line) => line.msg.includes('bun run repair'))).toBe(true)
       const exposition = registry.snapshot().find((family) => family.name === 'vitrine_kept_drift')!
       expect(exposition.series.find((series) => series.labels[0] === 'search_documents')!.value).toBe(3)
@@ -288,7 +290,7 @@ describe('C56: drift found on a timer, reported, and repaired by `bun run repair
     expect(answered).toEqual(computed)
     await check.check()
     await check.check()
-    expect(Object.values(check.drifted())).toEqual([0, 0, 0, 0, 0])
+    expect(Object.values(check.drifted())).toEqual([0, 0, 0, 0, 0, 0])
   })
 })
 

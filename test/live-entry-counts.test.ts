@@ -3,6 +3,7 @@ import { connectDatabase, type Sql } from '../src/db/connect'
 import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
 import { addContentType, addEntry, clearContent, writeUnheard } from './support/fixtures'
+import { links } from './support/links'
 import { random } from './support/random'
 import { waitFor } from './support/wait'
 
@@ -283,11 +284,12 @@ describe('C18: kept live entry counts (sql/live-entry-counts.md)', () => {
   })
 })
 
-/** C55/C56: where the entry guards, search_documents and search_postings and a fresh computation from the base tables disagree: [] when they agree. */
+/** C55/C56: where the entry guards, search_documents, search_postings and search_prefixes and a fresh computation from the base tables disagree: [] when they agree. */
 const searchDrift = async () => [
   ...(await db.sql`select * from vitrine_entry_guard_drift() order by entry_id`),
   ...(await db.sql`select * from vitrine_search_document_drift() order by entry_id, language_code`),
   ...(await db.sql`select * from vitrine_search_posting_drift() order by entry_id, language_code, lexeme`),
+  ...(await db.sql`select * from vitrine_search_prefix_drift() order by entry_id, language_code, prefix`),
 ]
 
 const WORDS = ['alpha', 'alps', 'beta', 'betamax', 'gamma', 'delta', 'the', 'Alpha-beta']
@@ -382,7 +384,7 @@ async function copyTranslations(writer: Sql, rng: ReturnType<typeof random>): Pr
  * ending in a word with no space after it also matches that word as a prefix (written and
  * stemmed); exact matches rank first.
  */
-async function searchedFromBaseTables(search: string, lang: string, order: 'relevance' | 'date'): Promise<number[]> {
+async function searchedFromBaseTables(search: string, lang: string, order: 'relevance' | 'date', author: number | null = null): Promise<number[]> {
   const prefix = /\s$/.test(search) ? null : search
   const rows = await db.sql<{ id: number }[]>`
     with language as (
@@ -393,12 +395,14 @@ async function searchedFromBaseTables(search: string, lang: string, order: 'rele
       select e.id, e.published_at, vitrine_search_document(t.language_code, t.title, t.excerpt, t.body) as document,
         websearch_to_tsquery(vitrine_search_config(t.language_code), ${search}) as exact,
         websearch_to_tsquery(vitrine_search_config(t.language_code), ${search})
-          || coalesce((websearch_to_tsquery('simple', ${prefix})::text || ':*')::tsquery || (websearch_to_tsquery(vitrine_search_config(t.language_code), ${prefix})::text || ':*')::tsquery, ''::tsquery) as query
+          || coalesce((nullif(websearch_to_tsquery('simple', ${prefix})::text, '') || ':*')::tsquery, ''::tsquery)
+          || coalesce((nullif(websearch_to_tsquery(vitrine_search_config(t.language_code), ${prefix})::text, '') || ':*')::tsquery, ''::tsquery) as query
       from entries e
       join entry_translations t on t.entry_id = e.id
       where e.content_type_id = (select id from content_types where slug = 'post')
         and e.status = 'published'
         and (e.published_at is null or e.published_at <= now())
+        and (${author}::int8 is null or e.author_id = ${author}::int8)
         and (t.language_code = (select selected from language)
           or (t.language_code = (select fallback from language)
             and not exists (select 1 from entry_translations x where x.entry_id = e.id and x.language_code = (select selected from language))))
@@ -442,13 +446,29 @@ describe('C55: search documents (sql/search-structure.md)', () => {
       await waitFor('every near-future entry is live', async () => (await db.sql`select count(*)::int as n from entries where published_at > now() and published_at < now() + interval '2 seconds'`)[0].n === 0)
       for (const lang of LANGUAGES) {
         // One word (search_postings) and several (the GIN index of search_documents).
-        for (const search of ['alpha ', 'alpha', 'alp', 'beta -gamma ', 'delta or gamma ', '"alpha beta" ']) {
+        for (const search of ['alpha ', 'alpha', 'alp', 'the', 'bet', 'beta -gamma ', 'delta or gamma ', '"alpha beta" ']) {
           for (const order of ['relevance', 'date'] as const) {
             const answer = await api.get(`/api/v1/content/post?per_page=100&lang=${lang}&order=${order}&search=${encodeURIComponent(search)}`)
             expect([round, lang, search, order, answer.body.data.map((item: any) => item.id)]).toEqual([round, lang, search, order, await searchedFromBaseTables(search, lang, order)])
             expect(answer.body.meta.total).toBe(answer.body.data.length)
             if (answer.body.data.length > 0) found++
           }
+        }
+        // Pages of a few by cursor (C39), and with an author (C43): one word and a prefix, whose
+        // postings are counted and paged unstored.
+        const [ada] = await db.sql<{ id: number }[]>`select id from authors where name = 'Ada'`
+        for (const search of ['alpha ', 'alp']) {
+          const walked: number[] = []
+          let next: string | undefined = `/api/v1/content/post?per_page=2&lang=${lang}&search=${search}`
+          for (let page = 0; next !== undefined && page < 100; page++) {
+            const answer = await api.get(next)
+            walked.push(...answer.body.data.map((item: any) => item.id))
+            next = links(answer.headers).next?.replace(/^https?:\/\/[^/]+/, '')
+          }
+          expect([round, lang, search, 'walked', walked]).toEqual([round, lang, search, 'walked', await searchedFromBaseTables(search, lang, 'relevance')])
+          const byAuthor = await api.get(`/api/v1/content/post?per_page=100&lang=${lang}&author=${ada!.id}&search=${search}`)
+          const expected = await searchedFromBaseTables(search, lang, 'relevance', ada!.id)
+          expect([round, lang, search, 'author', byAuthor.body.data.map((item: any) => item.id), byAuthor.body.meta.total]).toEqual([round, lang, search, 'author', expected, expected.length])
         }
       }
     }

@@ -69,6 +69,9 @@ describe('C55: the last word as a prefix', () => {
     expect(await found('case stu')).toEqual([studies])
     expect(await found('notes or stu')).toEqual([architecture, studies])
     expect((await api.get('/api/v1/content/post?search=archi')).body.meta.total).toBe(1)
+    // Three letters that are a stop word as a word ("the": no stem): the words they begin (search_prefixes are not read).
+    const theory = await addEntry(db.sql, { publishedAt: ago(4), translations: { en: { title: 'Theory of tea', slug: 'f' } } })
+    expect(await found('the')).toEqual([theory])
   })
 
   test('quoted, negated and spaced last words, and one-letter ones, are words only', async () => {

@@ -362,11 +362,15 @@ function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): Pe
  * the other). An entry's rank is its exact lexeme's score (ts_rank_cd of a
  * one-lexeme query), else, for a prefix-only match, rankOf's mapping of the
  * sum of its matching lexemes' scores (ts_rank_cd of the prefix query).
- * `chosen`: whether the queries allow it (at most one lexeme each).
+ * `chosen`: whether the queries allow it (at most one lexeme each). Three
+ * letters that are their one range's lexeme (`bif`, as written and stemmed)
+ * read each entry's sum as search_prefixes keeps it (0016) instead of
+ * grouping the postings: 60 000 rows instead of 79 000 postings to group.
  */
 function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQuery<Row[]>, word: string, withPrefix: boolean, other: PendingQuery<Row[]>) {
   const words = sql(`${side}_words`)
   const ranges = sql(`${side}_ranges`)
+  const prefixes = sql(`${side}_prefixes`)
   const lexemeOf = (query: PendingQuery<Row[]>) => sql`case when numnode(${query}) = 1 then (select u.lexeme from unnest(${query}::text::tsvector) u) end`
   const stemmed = sql`websearch_to_tsquery(vitrine_search_config(${language}), ${word})`
   const written = sql`websearch_to_tsquery('simple', ${word})`
@@ -382,9 +386,24 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
         and ${liveInType(sql, sql`s`)}
     ) p
     where (select chosen from ${words})
+      ${withPrefix ? sql`and not (select kept from ${prefixes})` : sql``}
       ${other}
   `
   const rank = sql`case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end`
+  // Three letters whose one range is their own lexeme: the entries' sums as search_prefixes keeps them.
+  const kept = sql`
+    select k.entry_id as id, k.published_at, k.author_id, coalesce(k.exact::real, (-1 / (1 + k.score::real::float8))::real) as rank
+    from ${ranges} r
+    cross join lateral (
+      select *
+      from search_prefixes k
+      where k.language_code = ${language}
+        and k.prefix = r.low collate "C"
+        and ${liveInType(sql, sql`k`)}
+    ) k
+    where (select kept from ${prefixes})
+      ${other}
+  `
   return {
     chosen: sql`(select chosen from ${words})`,
     tables: sql`
@@ -407,6 +426,11 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
               and starts_with(v.lexeme, o.lexeme)
           )` : sql``}
       ),
+      ${withPrefix ? sql`${prefixes} as (
+        select coalesce(count(*) = 1 and bool_and(length(r.low) = 3 and r.low = w.exact), false) as kept
+        from ${ranges} r
+        cross join ${words} w
+      ),` : sql``}
     `,
     // A word alone: one lexeme, each entry once, its score its rank. With a prefix, an entry's
     // matching lexemes are summed (grouped by the entry alone: the narrowest groups).
@@ -415,6 +439,8 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
         select p.entry_id as id, max(p.published_at) as published_at, max(p.author_id) as author_id, ${rank} as rank
         from ${postings}
         group by p.entry_id
+        union all
+        ${kept}
       `
       : sql`
         select p.entry_id as id, p.published_at, p.author_id, p.score::real as rank

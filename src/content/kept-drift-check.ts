@@ -15,7 +15,7 @@ export function sliceStart(id: number): number {
 }
 
 /** What the live count check (live-count-check.ts) does not already compare: the structures kept per entry, the term lists, the triggers. */
-const STRUCTURES = ['triggers', 'term_lists', 'entry_guards', 'search_documents', 'search_postings'] as const
+const STRUCTURES = ['triggers', 'term_lists', 'entry_guards', 'search_documents', 'search_postings', 'search_prefixes'] as const
 type Structure = (typeof STRUCTURES)[number]
 
 /** A check may read every term and recompute a slice's search vectors: more than a request may take. */
@@ -91,6 +91,8 @@ export class KeptDriftCheck {
           select 'search_documents', count(*)::int from vitrine_search_document_drift(${first}::int8, ${last}::int8)
           union all
           select 'search_postings', count(*)::int from vitrine_search_posting_drift(${first}::int8, ${last}::int8)
+          union all
+          select 'search_prefixes', count(*)::int from vitrine_search_prefix_drift(${first}::int8, ${last}::int8)
         `
       })
     } catch (error) {

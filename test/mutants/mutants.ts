@@ -873,6 +873,36 @@ export const MUTANTS: Mutant[] = [
     tests: SEARCH_BOX,
   },
   {
+    id: 'search-prefixes-not-ranked-below',
+    regression: 'C55: three letters typed rank a prefix-only match by its kept sum with the exact ones, above an exact match found only in the body',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'coalesce(k.exact::real, (-1 / (1 + k.score::real::float8))::real) as rank', replace: 'coalesce(k.exact::real, k.score::real) as rank' }],
+    tests: [COUNTS],
+  },
+  {
+    id: 'search-prefixes-trusted',
+    regression: 'C43/C1: three letters typed count the kept prefix rows of entries no longer live (a re-dated or unpublished one the sums have not followed)',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: '        and k.prefix = r.low collate "C"\n        and ${liveInType(sql, sql`k`)}', replace: '        and k.prefix = r.low collate "C"' }],
+    tests: [COUNTS],
+  },
+  {
+    id: 'search-prefixes-stop-word',
+    regression: 'C55: three letters that are a stop word as a word ("the") find nothing: the choice of search_prefixes is null, and neither way is read',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'select coalesce(count(*) = 1 and bool_and(length(r.low) = 3 and r.low = w.exact), false) as kept', replace: 'select count(*) = 1 and bool_and(length(r.low) = 3 and r.low = w.exact) as kept' }],
+    tests: SEARCH_BOX,
+  },
+  {
+    id: 'search-prefixes-exact-kept',
+    regression: 'C55/C56: the three-letter word deleted from a text leaves its score in search_prefixes: the entry still ranks as an exact match',
+    edits: [{ file: 'sql/migrations/0016_search_prefixes.sql', find: '      exact = case when g.exact then null else k.exact end,', replace: '      exact = k.exact,' }],
+    tests: [COUNTS],
+  },
+  {
+    id: 'search-prefixes-state',
+    regression: 'C56/C1: search_prefixes do not follow their postings\' state: a re-dated entry keeps its old publication time there',
+    edits: [{ file: 'sql/migrations/0016_search_prefixes.sql', find: '      published_at = c.published_at,\n', replace: '' }],
+    tests: [COUNTS, ANY_WRITER],
+  },
+  {
     id: 'terms-counted-out-unlocked',
     regression: 'C56/C40: an entry deleted while a writer removes one of its terms counts the term out twice (its rows read without waiting for that writer)',
     edits: [{ file: 'sql/migrations/0014_settled_deltas.sql', find: '      where et.entry_id = old.id\n      for update\n', replace: '      where et.entry_id = old.id\n' }],
