@@ -255,8 +255,10 @@ describe('C56: drift found on a timer, reported, and repaired by `bun run repair
     })
     // A document lost by hand, its postings left; the term lists, which follow the kept counts, lost on their own.
     await db.sql`delete from search_documents where entry_id = ${lost}`
-    // And a prefix's sum (0016), its postings right: `zeb` of the edited entry.
+    // And a prefix's sum (0016), its postings right: `zeb` of the edited entry; and a prefix of no posting, which no
+    // slice of the repair reaches (its entry's documents have no word it begins).
     await db.sql`update search_prefixes set score = score + 1 where entry_id = ${edited} and prefix = 'zeb'`
+    await db.sql`insert into search_prefixes select language_code, 'qqq', entry_id, content_type_id, published, published_at, author_id, 1, null, 1 from search_prefixes where entry_id = ${edited} and prefix = 'zeb'`
     await db.sql`delete from term_list_carried`
     await db.sql`alter table field_values disable trigger field_values_0_guarded_insert`
     const drifted = Object.fromEntries((await db.sql<{ structure: string; drifted: number }[]>`select structure, drifted::int from vitrine_kept_drift()`).map((row) => [row.structure, row.drifted]))

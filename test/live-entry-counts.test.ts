@@ -500,6 +500,13 @@ describe('C55: search documents (sql/search-structure.md)', () => {
     await db.sql`select vitrine_repair_search_documents()`
     expect(await searchDrift()).toEqual([])
     expect((await api.get('/api/v1/content/post?search=delta')).body.data.map((item: any) => item.id)).toEqual([kept])
+    // search_postings truncated by hand: its prefixes (0016) go with it; the whole repair makes both again.
+    expect((await db.sql`select count(*)::int as n from search_prefixes`)[0].n).toBeGreaterThan(0)
+    await db.sql`truncate search_postings`
+    expect((await db.sql`select count(*)::int as n from search_prefixes`)[0].n).toBe(0)
+    await db.sql`select vitrine_repair_search_documents()`
+    expect(await searchDrift()).toEqual([])
+    expect((await api.get('/api/v1/content/post?search=del')).body.data.map((item: any) => item.id)).toEqual([kept])
   })
 })
 

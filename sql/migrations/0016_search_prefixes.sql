@@ -14,6 +14,10 @@
 -- in float8 at any size a document of 128 lexemes reaches, in any order: adding and subtracting a
 -- statement's postings keeps it equal to the sum the postings give.
 
+-- Writers of postings wait for this migration: a posting written while the rows are copied would
+-- reach no prefix.
+lock table search_postings in share mode;
+
 create table search_prefixes (
   language_code text not null,
   prefix text collate "C" not null,
@@ -46,12 +50,17 @@ from search_posting_prefixes;
 alter table search_prefixes add primary key (language_code, prefix, entry_id) include (content_type_id, published, published_at, author_id, score, exact);
 
 -- search_postings, per statement: the sums of the prefixes its rows touched move by their scores.
--- Our triggers never change a posting's key: an update's old and new rows pair by it.
+-- Our triggers never change a posting's key: an update's old and new rows pair by it (a lexeme or
+-- entry changed by hand moves no sum: the drift check finds it, the repair rewrites it).
+create type search_prefix_key as (language_code text, prefix text collate "C", entry_id bigint);
+
 create function vitrine_search_postings_prefixed() returns trigger
 language plpgsql
 security definer
 set search_path from current
 as $$
+declare
+  emptied_keys search_prefix_key[];
 begin
   if tg_op = 'INSERT' then
     insert into search_prefixes as k
@@ -70,7 +79,10 @@ begin
       exact = coalesce(excluded.exact, k.exact),
       lexemes = k.lexemes + excluded.lexemes;
   elsif tg_op = 'DELETE' then
-    with gone as materialized (
+    -- Subtracted first, each row as it is when locked (a writer that takes no guard, such as the
+    -- sweep of orphan postings, may have moved it since this statement's snapshot); then the rows
+    -- left with no posting go.
+    with gone as (
       select o.language_code, left(o.lexeme, 3) as prefix, o.entry_id, sum(o.score) as score,
         bool_or(length(o.lexeme) = 3) as exact, count(*) as lexemes
       from old_rows o
@@ -78,22 +90,26 @@ begin
       group by o.language_code, left(o.lexeme, 3), o.entry_id
     ),
     emptied as (
-      delete from search_prefixes k
-      using gone g
+      update search_prefixes k
+      set score = k.score - g.score,
+        exact = case when g.exact then null else k.exact end,
+        lexemes = k.lexemes - g.lexemes
+      from gone g
       where k.language_code = g.language_code
         and k.prefix = g.prefix
         and k.entry_id = g.entry_id
-        and k.lexemes <= g.lexemes
+      returning k.language_code, k.prefix, k.entry_id, k.lexemes
     )
-    update search_prefixes k
-    set score = k.score - g.score,
-      exact = case when g.exact then null else k.exact end,
-      lexemes = k.lexemes - g.lexemes
-    from gone g
-    where k.language_code = g.language_code
-      and k.prefix = g.prefix
-      and k.entry_id = g.entry_id
-      and k.lexemes > g.lexemes;
+    select coalesce(array_agg(row(e.language_code, e.prefix, e.entry_id)::search_prefix_key), '{}') into emptied_keys
+    from emptied e
+    where e.lexemes <= 0;
+    if cardinality(emptied_keys) > 0 then
+      delete from search_prefixes k
+      using unnest(emptied_keys) e
+      where k.language_code = e.language_code
+        and k.prefix = e.prefix
+        and k.entry_id = e.entry_id;
+    end if;
   else
     update search_prefixes k
     set content_type_id = c.content_type_id,
@@ -131,6 +147,58 @@ create trigger search_postings_prefixed_delete after delete on search_postings
 alter table search_postings enable always trigger search_postings_prefixed_insert;
 alter table search_postings enable always trigger search_postings_prefixed_update;
 alter table search_postings enable always trigger search_postings_prefixed_delete;
+
+-- TRUNCATE of search_postings, whoever runs it: the prefixes go with it.
+create function vitrine_search_postings_truncated_prefixed() returns trigger
+language plpgsql
+security definer
+set search_path from current
+as $$
+begin
+  truncate search_prefixes;
+  return null;
+end
+$$;
+
+create trigger search_postings_prefixed_truncate after truncate on search_postings
+  for each statement execute function vitrine_search_postings_truncated_prefixed();
+alter table search_postings enable always trigger search_postings_prefixed_truncate;
+
+-- Prefix rows that differ from their postings grouped, over every posting (minutes at a million
+-- entries): what a slice of the repair cannot reach, a row whose postings are all gone. Rows are
+-- made again from the postings; returns the rows removed (wrong or extra) plus those made (right
+-- or missing). Writers of postings wait for it.
+create function vitrine_repair_search_prefixes() returns bigint
+language plpgsql
+security definer
+set search_path from current
+as $$
+declare
+  removed bigint;
+  added bigint;
+begin
+  lock table search_postings in share mode;
+  delete from search_prefixes k
+  where not exists (
+    select 1
+    from search_posting_prefixes c
+    where c.language_code = k.language_code
+      and c.prefix = k.prefix
+      and c.entry_id = k.entry_id
+      and (c.content_type_id, c.published, c.published_at, c.author_id, c.score, c.exact, c.lexemes)
+        is not distinct from (k.content_type_id, k.published, k.published_at, k.author_id, k.score, k.exact, k.lexemes)
+  );
+  get diagnostics removed = row_count;
+  insert into search_prefixes
+  select c.*
+  from search_posting_prefixes c
+  where not exists (select 1 from search_prefixes k where k.language_code = c.language_code and k.prefix = c.prefix and k.entry_id = c.entry_id);
+  get diagnostics added = row_count;
+  return removed + added;
+end
+$$;
+
+revoke execute on function vitrine_repair_search_prefixes() from public;
 
 -- Drift (0013): the prefixes of the entries first_entry..last_entry missing, extra or different
 -- from their postings (taken as right: vitrine_search_posting_drift checks those). With bounds,
@@ -187,44 +255,6 @@ begin
 end
 $$;
 
--- TRUNCATE of entry_translations or entries, and the whole repair: the prefixes go with the postings.
-create or replace function vitrine_translations_truncated_searched() returns trigger
-language plpgsql
-security definer
-set search_path from current
-as $$
-begin
-  truncate search_documents, search_postings, search_prefixes;
-  return null;
-end
-$$;
-create or replace function vitrine_repair_search_documents() returns void
-language plpgsql
-security definer
-set search_path from current
-as $$
-begin
-  lock table entries in share row exclusive mode;
-  lock table entry_translations in share row exclusive mode;
-  truncate search_documents, search_postings, search_prefixes;
-  delete from entry_guards g
-  where not exists (select 1 from entries e where e.id = g.entry_id);
-  insert into entry_guards (entry_id, content_type_id, published, published_at, author_id)
-  select e.id, e.content_type_id, e.status = 'published', e.published_at, e.author_id
-  from entries e
-  on conflict (entry_id) do update
-  set content_type_id = excluded.content_type_id,
-    published = excluded.published,
-    published_at = excluded.published_at,
-    author_id = excluded.author_id
-  where (entry_guards.content_type_id, entry_guards.published, entry_guards.published_at, entry_guards.author_id)
-    is distinct from (excluded.content_type_id, excluded.published, excluded.published_at, excluded.author_id);
-  -- The postings come with the documents (the insert trigger above).
-  insert into search_documents (entry_id, language_code, document)
-  select r.entry_id, r.language_code, r.document
-  from search_document_rows r;
-end
-$$;
 
 -- Triggers expected enabled always: search_postings' too (the apply worker writes postings).
 create or replace function vitrine_trigger_drift()

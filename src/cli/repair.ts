@@ -42,8 +42,9 @@ runCommand(async (onFailure) => {
       slices++
     }
     const [{ orphans }] = await sql<{ orphans: number }[]>`select vitrine_repair_orphan_postings() as orphans`
+    const [{ prefixes }] = await sql<{ prefixes: number }[]>`select vitrine_repair_search_prefixes()::int as prefixes`
     await sql`select vitrine_repair_live_entry_counts()`
-    console.log(`Repaired: ${drifted} entries whose kept rows disagreed, in ${slices} slices of ${DRIFT_SLICE_ENTRIES} entries; ${orphans} postings of no document; the counts and term lists rebuilt; the triggers as they should be.`)
+    console.log(`Repaired: ${drifted} entries whose kept rows disagreed, in ${slices} slices of ${DRIFT_SLICE_ENTRIES} entries; ${orphans} postings of no document; ${prefixes} prefix rows removed or made again from their postings; the counts and term lists rebuilt; the triggers as they should be.`)
     report(await driftOf(sql))
   } finally {
     await sql.end()
