@@ -16,6 +16,8 @@
  * service before them is what a writer pays now against then.
  *
  * Target (the C56 issue's): the guards add at most 10% to each.
+ * BENCH_GUARDS_BEFORE (default 0010): the third database has the migrations
+ * before this one (0016: the service before search_prefixes and 0017).
  * DATABASE_URL: the server (default postgres://postgres@127.0.0.1:5432/postgres).
  * Writes bench/guards-last-run.md.
  */
@@ -29,6 +31,7 @@ import { datasetSql, ensureBenchDatabase } from './dataset'
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const SIZE = 20_000
+const BEFORE = process.env.BENCH_GUARDS_BEFORE ?? '0010'
 const SINGLE_ROWS = 201
 const BULK_ROUNDS = 5
 
@@ -84,7 +87,7 @@ try {
   const beforeDb = connectDatabase(Object.assign(new URL(url), { pathname: `/${before}` }).toString(), { max: 1 })
   dbs.push(beforeDb)
   const upTo0009 = await mkdtemp(join(tmpdir(), 'vitrine-before-guards-'))
-  for (const file of (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql') && file <= '0009_')) await copyFile(join(MIGRATIONS_DIR, file), join(upTo0009, file))
+  for (const file of (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql') && file < BEFORE)) await copyFile(join(MIGRATIONS_DIR, file), join(upTo0009, file))
   await migrate(beforeDb, upTo0009).finally(() => rm(upTo0009, { recursive: true, force: true }))
   await beforeDb.unsafe(await datasetSql(SIZE))
   await beforeDb.unsafe('vacuum analyze')
@@ -106,7 +109,7 @@ try {
   ]
   say(`# What the entry guards cost writers (C56), ${SIZE.toLocaleString('en')} entries`)
   say()
-  say('| statement | service (ms) | guards disabled (ms) | ÷ | before the guards (ms) | ÷ |')
+  say(`| statement | service (ms) | guards disabled (ms) | ÷ | ${BEFORE === '0010' ? 'before the guards' : `before ${BEFORE}`} (ms) | ÷ |`)
   say('|---|---:|---:|---:|---:|---:|')
   for (const [caseName, statement, runs] of cases) {
     const now: number[] = []

@@ -62,6 +62,14 @@ as $$
 declare
   emptied_keys search_prefix_key[];
 begin
+  -- A statement that wrote no posting (an article's: long documents have none) does nothing here.
+  if tg_op = 'INSERT' then
+    if not exists (select 1 from new_rows) then
+      return null;
+    end if;
+  elsif not exists (select 1 from old_rows) then
+    return null;
+  end if;
   if tg_op = 'INSERT' then
     insert into search_prefixes as k
     select n.language_code, left(n.lexeme, 3), n.entry_id, max(n.content_type_id), bool_and(n.published), max(n.published_at),

@@ -25,6 +25,9 @@ import { commonTables, entryRows, isLive, isDatedLive, isUndatedLive, listOrder,
  *   a short document, else the GIN indexes of search_documents), each entry's shown
  *   translation (C14) only, checked against the other filters, ranked,
  *   counted and sorted: the cost of the matches (sql/search-structure.md).
+ *   By relevance, a word's postings and three letters' search_prefixes are
+ *   counted where they are read and paged from their index in rank order
+ *   (rankedSearch): the count is their only full read.
  */
 export type FilterShape = 'author' | 'term' | 'match' | 'search'
 
@@ -135,8 +138,24 @@ function shapeTables(sql: Sql, shape: FilterShape, filters: ListFilters, start: 
       return termTables(sql, filters, start, rows, countByScan)
     case 'match':
       return sql`${matchCandidates(sql, filters)}, ${COUNTED_CANDIDATES(sql)}, ${candidatePage(sql, start, rows, false)}`
-    case 'search':
-      return sql`${searchCandidates(sql, filters)}, ${COUNTED_CANDIDATES(sql)}, ${candidatePage(sql, start, rows, filters.order === 'relevance')}`
+    case 'search': {
+      const relevance = filters.order === 'relevance'
+      const ranked = rankedSearch(sql, filters)
+      if (ranked === null) return sql`${searchCandidates(sql, filters, false)}, ${COUNTED_CANDIDATES(sql)}, ${candidatePage(sql, start, rows, relevance)}`
+      // The selected language's one-word matches are counted where they are read, and paged from
+      // their index in rank order: its first rows only (sql/search-structure.md, 0017).
+      const ranks = 'offset' in start ? start.offset + rows : rows
+      const where = 'after' in start ? after(sql, start.after, true) : sql`true`
+      return sql`
+        ${searchCandidates(sql, filters, true)},
+        live_counts as (
+          select stored.dated + ranked.dated as dated, stored.undated + ranked.undated as undated
+          from (select count(*) filter (where published_at is not null) as dated, count(*) filter (where published_at is null) as undated from candidates) stored
+          cross join (select count(*) filter (where published_at is not null) as dated, count(*) filter (where published_at is null) as undated from (${ranked.all}) c) ranked
+        ),
+        selected_entries as (${candidateRows(sql, start, rows, true, sql`(select * from candidates union all ${ranked.page(where, ranks)})`)})
+      `
+    }
   }
 }
 
@@ -273,7 +292,7 @@ function matchCandidates(sql: Sql, filters: ListFilters, gate: PendingQuery<Row[
  * else the default language's) matches, with that translation's language's
  * text search configuration, ranked (ts_rank_cd; title A, excerpt B, body C).
  */
-function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
+function searchCandidates(sql: Sql, filters: ListFilters, ranked: boolean): PendingQuery<Row[]> {
   const text = searchText(filters)
   return sql`
     ${languageHits(sql, 'selected', text)},
@@ -282,7 +301,7 @@ function searchCandidates(sql: Sql, filters: ListFilters): PendingQuery<Row[]> {
       select e.id, e.published_at, e.rank
       from (
         select *
-        from selected_hits
+        from ${ranked ? sql`selected_stored` : sql`selected_hits`}
         union all
         select *
         from fallback_hits h
@@ -351,6 +370,12 @@ function languageHits(sql: Sql, side: 'selected' | 'fallback', text: string): Pe
       select *
       from ${sql(`${side}_indexed`)}
       ${postings === null ? sql`` : sql`union all ${postings.hits}`}
+    ),
+    -- The same but the rows a search read in rank order gives (rankedSearch): stored.
+    ${sql(`${side}_stored`)} as (
+      select *
+      from ${sql(`${side}_indexed`)}
+      ${postings === null || postings.grouped === null ? sql`` : sql`union all ${postings.grouped}`}
     )
   `
 }
@@ -392,7 +417,7 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
   const rank = sql`case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end`
   // Three letters whose one range is their own lexeme: the entries' sums as search_prefixes keeps them.
   const kept = sql`
-    select k.entry_id as id, k.published_at, k.author_id, coalesce(k.exact::real, (-1 / (1 + k.score::real::float8))::real) as rank
+    select k.entry_id as id, k.published_at, k.author_id, ${keptPrefixRank(sql, sql`k`)} as rank
     from ${ranges} r
     cross join lateral (
       select *
@@ -446,7 +471,24 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
         select p.entry_id as id, p.published_at, p.author_id, p.score::real as rank
         from ${postings}
       `,
+    grouped: withPrefix
+      ? sql`
+        select p.entry_id as id, max(p.published_at) as published_at, max(p.author_id) as author_id, ${rank} as rank
+        from ${postings}
+        group by p.entry_id
+      `
+      : null,
   }
+}
+
+/**
+ * C55: the rank of an entry's row of search_prefixes: the three-letter word's
+ * own score (an exact match), else the prefix's, below every exact one. The
+ * same expression as the index search_prefixes_ranked (0017), which the
+ * page reads in its order.
+ */
+function keptPrefixRank(sql: Sql, row: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`coalesce(${row}.exact::real, (-1 / (1 + ${row}.score::real::float8))::real)`
 }
 
 /** C1 as a kept row says it (a row of entry_guards or search_postings): its entry is live, and of the list's type. */
@@ -473,6 +515,45 @@ function searchHighlights(sql: Sql): PendingQuery<Row[]> {
   `
 }
 
+/**
+ * A search by relevance of one word, with no term filter (each match's own
+ * row says all the others ask): the selected language's matches that are one
+ * row per entry (a word's postings; three letters' search_prefixes, 0016) are
+ * read in rank order from their indexes (0017) for the page, and counted
+ * where they are read. `all`: every such match; `page(where, depth)`: the
+ * first `depth` of them in rank and list order that pass `where` (on `c`).
+ * Null for other searches, which store and sort their matches.
+ */
+function rankedSearch(sql: Sql, filters: ListFilters) {
+  const text = searchText(filters)
+  const word = singleWord(text)
+  if (filters.terms.length > 0 || filters.order !== 'relevance' || word === null) return null
+  const language = sql`(select selected from language)`
+  const author = filters.author === null ? sql`` : sql`and s.author_id = ${filters.author}::int8`
+  // A word: its postings, one per entry. Three letters (0016): their prefix rows, when kept.
+  const rows = prefixWord(text) === null
+    ? { table: sql`search_postings`, rank: sql`s.score::real`, key: sql`s.lexeme = (select exact from selected_words) collate "C"`, gate: sql`(select chosen from selected_words)` }
+    : { table: sql`search_prefixes`, rank: keptPrefixRank(sql, sql`s`), key: sql`s.prefix = (select r.low from selected_ranges r limit 1) collate "C"`, gate: sql`(select kept from selected_prefixes)` }
+  const source = (order: boolean, where: PendingQuery<Row[]>, depth: number) => sql`(
+    select c.*
+    from (
+      select s.entry_id as id, s.published_at, ${rows.rank} as rank
+      from ${rows.table} s
+      where s.language_code = ${language}
+        and ${rows.key}
+        and ${liveInType(sql, sql`s`)}
+        ${author}
+    ) c
+    where ${rows.gate}
+      and ${where}
+    ${order ? sql`order by c.rank desc, c.published_at desc nulls last, c.id desc limit ${depth}::int8` : sql``}
+  )`
+  return {
+    all: source(false, sql`true`, 0),
+    page: (where: PendingQuery<Row[]>, depth: number) => source(true, where, depth),
+  }
+}
+
 /** C42: the search text; PostgreSQL text holds no NUL: a NUL separates words as a space would. */
 function searchText(filters: ListFilters): string {
   return (filters.search ?? '').replaceAll('\u0000', ' ')
@@ -486,13 +567,13 @@ function candidatePage(sql: Sql, start: ListOptions['start'], rows: number, rele
 }
 
 /** A page of the candidates as entries rows with their rank: after an offset, or right after a place (C39). */
-function candidateRows(sql: Sql, start: ListOptions['start'], rows: number, relevance: boolean): PendingQuery<Row[]> {
+function candidateRows(sql: Sql, start: ListOptions['start'], rows: number, relevance: boolean, source: PendingQuery<Row[]> = sql`candidates`): PendingQuery<Row[]> {
   const order = relevance ? sql`c.rank desc, c.published_at desc nulls last, c.id desc` : sql`c.published_at desc nulls last, c.id desc`
   return sql`
     select e.*, p.rank
     from (
       select c.id, c.rank
-      from candidates c
+      from ${source} c
       where ${'after' in start ? after(sql, start.after, relevance) : sql`true`}
       order by ${order}
       ${'offset' in start ? sql`offset ${start.offset}::int8` : sql``}

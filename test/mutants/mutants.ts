@@ -873,9 +873,27 @@ export const MUTANTS: Mutant[] = [
     tests: SEARCH_BOX,
   },
   {
+    id: 'search-ranked-uncounted',
+    regression: 'C43: a one-word search by relevance counts the matches it stored (long documents, the fallback language) and not those it pages in rank order from their index',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'select stored.dated + ranked.dated as dated, stored.undated + ranked.undated as undated', replace: 'select stored.dated, stored.undated' }],
+    tests: [COUNTS],
+  },
+  {
+    id: 'search-ranked-page-shallow',
+    regression: 'C39/C42: a one-word search by relevance reads only per_page rows in rank order whatever the page number: page 2 and after repeat or miss entries',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: "const ranks = 'offset' in start ? start.offset + rows : rows", replace: 'const ranks = rows' }],
+    tests: FILTERS,
+  },
+  {
+    id: 'search-ranked-author-ignored',
+    regression: 'C43: a one-word search by relevance with an author pages and counts every author\'s entries',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: "const author = filters.author === null ? sql`` : sql`and s.author_id = ${filters.author}::int8`", replace: 'const author = sql``' }],
+    tests: [COUNTS],
+  },
+  {
     id: 'search-prefixes-not-ranked-below',
     regression: 'C55: three letters typed rank a prefix-only match by its kept sum with the exact ones, above an exact match found only in the body',
-    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'coalesce(k.exact::real, (-1 / (1 + k.score::real::float8))::real) as rank', replace: 'coalesce(k.exact::real, k.score::real) as rank' }],
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: 'return sql`coalesce(${row}.exact::real, (-1 / (1 + ${row}.score::real::float8))::real)`', replace: 'return sql`coalesce(${row}.exact::real, ${row}.score::real)`' }],
     tests: [COUNTS],
   },
   {
