@@ -145,7 +145,8 @@ function shapeTables(sql: Sql, shape: FilterShape, filters: ListFilters, start: 
       // The selected language's one-word matches are counted where they are read, and paged from
       // their index in rank order: its first rows only (sql/search-structure.md, 0017).
       const ranks = 'offset' in start ? start.offset + rows : rows
-      const where = 'after' in start ? after(sql, start.after, true) : sql`true`
+      // After a cursor: its place, and a bound on the rank the index seeks to (the rows before it are not read).
+      const where = 'after' in start ? sql`${after(sql, start.after, true)} and c.rank <= ${start.after.rank ?? '0'}::real` : sql`true`
       return sql`
         ${searchCandidates(sql, filters, true)},
         live_counts as (
@@ -415,6 +416,13 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
       ${other}
   `
   const rank = sql`case when bool_or(p.lexeme = ${exact}) then max(p.score) filter (where p.lexeme = ${exact})::real else (-1 / (1 + sum(p.score)::real::float8))::real end`
+  const grouped = withPrefix
+    ? sql`
+      select p.entry_id as id, max(p.published_at) as published_at, max(p.author_id) as author_id, ${rank} as rank
+      from ${postings}
+      group by p.entry_id
+    `
+    : null
   // Three letters whose one range is their own lexeme: the entries' sums as search_prefixes keeps them.
   const kept = sql`
     select k.entry_id as id, k.published_at, k.author_id, ${keptPrefixRank(sql, sql`k`)} as rank
@@ -459,25 +467,14 @@ function postedHits(sql: Sql, side: 'selected' | 'fallback', language: PendingQu
     `,
     // A word alone: one lexeme, each entry once, its score its rank. With a prefix, an entry's
     // matching lexemes are summed (grouped by the entry alone: the narrowest groups).
-    hits: withPrefix
+    hits: grouped === null
       ? sql`
-        select p.entry_id as id, max(p.published_at) as published_at, max(p.author_id) as author_id, ${rank} as rank
-        from ${postings}
-        group by p.entry_id
-        union all
-        ${kept}
-      `
-      : sql`
         select p.entry_id as id, p.published_at, p.author_id, p.score::real as rank
         from ${postings}
-      `,
-    grouped: withPrefix
-      ? sql`
-        select p.entry_id as id, max(p.published_at) as published_at, max(p.author_id) as author_id, ${rank} as rank
-        from ${postings}
-        group by p.entry_id
       `
-      : null,
+      : sql`${grouped} union all ${kept}`,
+    // What rankedSearch does not read from search_prefixes: the postings grouped (other prefixes).
+    grouped,
   }
 }
 
@@ -516,8 +513,7 @@ function searchHighlights(sql: Sql): PendingQuery<Row[]> {
 }
 
 /**
- * A search by relevance of one word, with no term filter (each match's own
- * row says all the others ask): the selected language's matches that are one
+ * A search by relevance of one word, with no filter: the selected language's matches that are one
  * row per entry (a word's postings; three letters' search_prefixes, 0016) are
  * read in rank order from their indexes (0017) for the page, and counted
  * where they are read. `all`: every such match; `page(where, depth)`: the
@@ -527,9 +523,9 @@ function searchHighlights(sql: Sql): PendingQuery<Row[]> {
 function rankedSearch(sql: Sql, filters: ListFilters) {
   const text = searchText(filters)
   const word = singleWord(text)
-  if (filters.terms.length > 0 || filters.order !== 'relevance' || word === null) return null
+  // An author's matches may be few among the word's: read in rank order, the page could not stop early.
+  if (filters.terms.length > 0 || filters.author !== null || filters.order !== 'relevance' || word === null) return null
   const language = sql`(select selected from language)`
-  const author = filters.author === null ? sql`` : sql`and s.author_id = ${filters.author}::int8`
   // A word: its postings, one per entry. Three letters (0016): their prefix rows, when kept.
   const rows = prefixWord(text) === null
     ? { table: sql`search_postings`, rank: sql`s.score::real`, key: sql`s.lexeme = (select exact from selected_words) collate "C"`, gate: sql`(select chosen from selected_words)` }
@@ -542,7 +538,6 @@ function rankedSearch(sql: Sql, filters: ListFilters) {
       where s.language_code = ${language}
         and ${rows.key}
         and ${liveInType(sql, sql`s`)}
-        ${author}
     ) c
     where ${rows.gate}
       and ${where}

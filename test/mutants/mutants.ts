@@ -885,10 +885,10 @@ export const MUTANTS: Mutant[] = [
     tests: FILTERS,
   },
   {
-    id: 'search-ranked-author-ignored',
-    regression: 'C43: a one-word search by relevance with an author pages and counts every author\'s entries',
-    edits: [{ file: 'src/content/filtered-list-statement.ts', find: "const author = filters.author === null ? sql`` : sql`and s.author_id = ${filters.author}::int8`", replace: 'const author = sql``' }],
-    tests: [COUNTS],
+    id: 'search-ranked-cursor-bound-strict',
+    regression: 'C39/C42: after a cursor, a one-word search by relevance seeks past the cursor\'s rank: the entries tied with it that come after it in list order are skipped',
+    edits: [{ file: 'src/content/filtered-list-statement.ts', find: "and c.rank <= ${start.after.rank ?? '0'}::real", replace: "and c.rank < ${start.after.rank ?? '0'}::real" }],
+    tests: [COUNTS, ...FILTERS],
   },
   {
     id: 'search-prefixes-not-ranked-below',
