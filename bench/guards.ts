@@ -21,13 +21,12 @@
  * DATABASE_URL: the server (default postgres://postgres@127.0.0.1:5432/postgres).
  * Writes bench/guards-last-run.md.
  */
-import { writeFile } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../src/db/connect'
-import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { migrate, MIGRATIONS_DIR } from '../src/db/migrate'
+import { migrate } from '../src/db/migrate'
 import { datasetSql, ensureBenchDatabase } from './dataset'
+import { migrationsBefore } from './migrations-before'
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const SIZE = 20_000
@@ -86,9 +85,8 @@ try {
   await admin.unsafe(`create database ${before}`)
   const beforeDb = connectDatabase(Object.assign(new URL(url), { pathname: `/${before}` }).toString(), { max: 1 })
   dbs.push(beforeDb)
-  const upTo0009 = await mkdtemp(join(tmpdir(), 'vitrine-before-guards-'))
-  for (const file of (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql') && file < BEFORE)) await copyFile(join(MIGRATIONS_DIR, file), join(upTo0009, file))
-  await migrate(beforeDb, upTo0009).finally(() => rm(upTo0009, { recursive: true, force: true }))
+  const upToBefore = await migrationsBefore(BEFORE)
+  await migrate(beforeDb, upToBefore).finally(() => rm(upToBefore, { recursive: true, force: true }))
   await beforeDb.unsafe(await datasetSql(SIZE))
   await beforeDb.unsafe('vacuum analyze')
   const [{ max, maxId }] = await guardedDb<{ max: number; maxId: number }[]>`select max(id) filter (where status = 'published')::int8 as max, max(id)::int8 as "maxId" from entries`

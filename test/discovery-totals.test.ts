@@ -237,6 +237,27 @@ describe('C46: a term list reads its page by name and its meta.total from term_l
     await db.sql`select vitrine_repair_live_entry_counts()`
     expect((await api.get('/api/v1/taxonomies/category/terms')).body.data).toEqual([{ id: moved, name: 'Moved', slug: 'moved', total: 1 }])
   })
+
+  test('0018: a write that carries every term as before neither rewrites nor locks their rows; one that changes a row rewrites it', async () => {
+    const kept = await addTerm(db.sql, 'tag', 'Kept')
+    const first = await addEntry(db.sql, { termIds: [kept] })
+    const second = await addEntry(db.sql, { termIds: [kept] })
+    // Each row's version (xmin) and its lock (xmax: a row locked by ON CONFLICT … DO UPDATE … WHERE false has the locker's).
+    const rows = async () => [
+      ...(await db.sql<{ content_type_id: number; xmin: string; xmax: string }[]>`
+        select content_type_id, xmin::text, xmax::text from term_list_carried where term_id = ${kept} order by content_type_id
+      `),
+    ]
+    const before = await rows()
+    expect(before.length).toBe(2) // the post type and any type (0)
+    // The term is still carried by the second entry: nothing of its rows changes.
+    await writer`update entries set status = 'draft' where id = ${first}`
+    expect(await rows()).toEqual(before)
+    // Now it is carried by none: its rows go.
+    await writer`update entries set status = 'draft' where id = ${second}`
+    expect(await rows()).toEqual([])
+    expect((await api.get('/api/v1/taxonomies/tag/terms')).body.meta.total).toBe(0)
+  })
 })
 
 describe('C46/C2: a term that only hidden entries carry', () => {

@@ -601,14 +601,32 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'terms-carried-late',
     regression: 'C46/C1: a term that only embargoed entries carry is kept as carried from after its first go-live: it appears late, waiting for a write',
-    edits: [{ file: 'sql/migrations/0007_term_lists.sql', find: '          where r.live > 0\n        )\n      end as carried_from', replace: "          where r.live > 0\n        ) + interval '1 hour'\n      end as carried_from" }],
+    edits: [{ file: 'sql/migrations/0018_lean_entry_triggers.sql', find: '          where r.live > 0\n        )\n      end as carried_from', replace: "          where r.live > 0\n        ) + interval '1 hour'\n      end as carried_from" }],
     tests: [DISCOVERY_TOTALS],
   },
   {
     id: 'terms-compaction-waits',
     regression: 'C46/C18: writers wait for each other on the term lists\' compaction (a lock taken, not tried)',
-    edits: [{ file: 'sql/migrations/0007_term_lists.sql', find: "  if current_setting('transaction_isolation') <> 'read committed'\n    or not pg_try_advisory_xact_lock(hashtext('vitrine_compact_term_lists')) then\n    return;\n  end if;", replace: "  perform pg_advisory_xact_lock(hashtext('vitrine_compact_term_lists'));" }],
+    edits: [{ file: 'sql/migrations/0018_lean_entry_triggers.sql', find: "  if current_setting('transaction_isolation') <> 'read committed'\n    or not pg_try_advisory_xact_lock(hashtext('vitrine_compact_term_lists')) then\n    return;\n  end if;", replace: "  perform pg_advisory_xact_lock(hashtext('vitrine_compact_term_lists'));" }],
     tests: [COUNTS],
+  },
+  {
+    id: 'terms-moved-by-status-only',
+    regression: 'C18/C46/C1: a published entry re-dated into the future (or back) leaves its terms counted as before: a term filter counts an embargoed entry (0018)',
+    edits: [{ file: 'sql/migrations/0018_lean_entry_triggers.sql', find: "          and (o.status = 'published', o.content_type_id, vitrine_live_from(o.published_at))\n            is distinct from (n.status = 'published', n.content_type_id, vitrine_live_from(n.published_at))", replace: "          and (o.status = 'published', o.content_type_id)\n            is distinct from (n.status = 'published', n.content_type_id)" }],
+    tests: FILTERS,
+  },
+  {
+    id: 'terms-carried-stale',
+    regression: 'C46/C1: a term list row whose carried_from changed is taken as unchanged and never rewritten (0018)',
+    edits: [{ file: 'sql/migrations/0018_lean_entry_triggers.sql', find: '      and (c.taxonomy_id, c.name, c.carried_from) is not distinct from (f.taxonomy_id, f.name, f.carried_from)', replace: '      and (c.taxonomy_id, c.name) is not distinct from (f.taxonomy_id, f.name)' }],
+    tests: [DISCOVERY_TOTALS],
+  },
+  {
+    id: 'terms-undated-uncounted',
+    regression: 'C46: a term carried only by undated published entries (no published_at) drops out of the term lists (0018)',
+    edits: [{ file: 'sql/migrations/0018_lean_entry_triggers.sql', find: "        and (d.live_from <= now() - interval '1 second' or d.live_from is null)", replace: "        and d.live_from <= now() - interval '1 second'" }],
+    tests: [DISCOVERY_TOTALS],
   },
   {
     id: 'terms-namesakes',
