@@ -3,8 +3,10 @@
  * 30 000-entry data set, side by side in one run, each service against the one
  * without callbacks: one trivial callback declaring `reads: []`, the
  * custom-fields example declaring what it reads (`fieldValues`), a typical
- * site (the custom-fields and reading-time examples: field values and every
- * translation, bodies included), the custom-fields example without `reads`
+ * site (the custom-fields and reading-time examples: field values and the
+ * translation shown, its body included), the same site with the reading time
+ * taken from every translation (as before `shownTranslation`), the
+ * custom-fields example without `reads`
  * (as before C54) and the trivial callback without `reads` (the whole model).
  * Targets: reads: [] ≥ 0.9, custom-fields declaring and the typical site ≥ 0.7
  * (issue 45). Then EXPLAIN (ANALYZE, BUFFERS) of the page's statement for each set
@@ -28,6 +30,16 @@ import { startBenchService } from './service'
 import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
+/** The reading-time example as it was before `shownTranslation`: it reads every language's row and picks the one shown. */
+const READING_TIME_FROM_EVERY_TRANSLATION = `import { defineExtension, itemTranslation, t } from '#vitrine/extension'
+export default defineExtension(({ addFilter }) => {
+  addFilter('service/api/content-item', (data, content, context) => {
+    const body = itemTranslation(content, context)?.body ?? ''
+    const words = body.replace(/<[^>]*>/g, ' ').split(/\\s+/).filter(Boolean).length
+    return { ...data, reading_minutes: Math.max(1, Math.round(words / 200)) }
+  }, { reads: ['translations'], schema: { add: { reading_minutes: t.Integer() } } })
+})
+`
 const SECONDS = readSeconds(process.env.BENCH_SECONDS)
 const HALF = Math.ceil(SECONDS / 2)
 const ENTRIES = 30_000
@@ -44,7 +56,8 @@ try {
     ['no callbacks', await extensionsDir({})],
     ["one trivial callback, reads: []", await extensionsDir({ 'trivial.ts': "import { defineExtension } from '#vitrine/extension'\nexport default defineExtension(({ addFilter }) => addFilter('service/api/content-item', (data) => data, { reads: [] }))\n" })],
     ["custom-fields example, reads: ['fieldValues']", await customFieldsDir(true)],
-    ["a typical site: custom-fields and reading-time examples, reads: ['fieldValues'] and ['translations']", await examplesDir(['custom-fields.ts', 'reading-time.ts'])],
+    ["a typical site: custom-fields and reading-time examples, reads: ['fieldValues'] and ['shownTranslation']", await examplesDir(['custom-fields.ts', 'reading-time.ts'])],
+    ["the same site, reading time from every translation: reads ['translations'] (before shownTranslation)", await examplesDir(['custom-fields.ts'], { 'reading-time.ts': READING_TIME_FROM_EVERY_TRANSLATION })],
     ['custom-fields example without reads (before C54)', await customFieldsDir(false)],
     ['one trivial callback without reads (before C54)', join(ROOT, 'bench', 'extensions')],
   ]
@@ -75,7 +88,14 @@ try {
 
   // The statement alone, as the service prepares it: what each set of parts costs the database.
   const connection = openReadPool(url, { ...config, databasePoolMax: 1 })
-  const plans: [string, readonly ModelPart[] | null][] = [['lean (no callbacks)', null], ['reads: []', []], ["reads: ['fieldValues']", ['fieldValues']], ['whole model', MODEL_PARTS]]
+  const plans: [string, readonly ModelPart[] | null][] = [
+    ['lean (no callbacks)', null],
+    ['reads: []', []],
+    ["reads: ['fieldValues']", ['fieldValues']],
+    ["reads: ['fieldValues', 'shownTranslation']", ['fieldValues', 'shownTranslation']],
+    ["reads: ['fieldValues', 'translations']", ['fieldValues', 'translations']],
+    ['whole model', MODEL_PARTS],
+  ]
   const explained: string[] = []
   for (const [name, model] of plans) {
     const { planningMs, executionMs, plan } = await explainPrepared(connection, listStatement(connection, { type: 'post', lang: undefined, limit: 20, start: { offset: 0 }, model }))
@@ -101,9 +121,9 @@ async function extensionsDir(files: Record<string, string>): Promise<string> {
   return dir
 }
 
-/** Examples of src/hooks/examples installed side by side, as a site would. */
-async function examplesDir(names: string[]): Promise<string> {
-  const dir = await extensionsDir({})
+/** Examples of src/hooks/examples installed side by side, as a site would (and `more` files beside them). */
+async function examplesDir(names: string[], more: Record<string, string> = {}): Promise<string> {
+  const dir = await extensionsDir(more)
   for (const name of names) await copyFile(join(ROOT, 'src', 'hooks', 'examples', name), join(dir, name))
   return dir
 }

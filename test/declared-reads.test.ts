@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { CONTENT_ITEM_HOOK, defineExtension, MODEL_PARTS, t, type ContentItemFilter, type EntryModel, type FilterOptions, type ModelPart } from '../src/hooks/extension'
+import { CONTENT_ITEM_HOOK, defineExtension, itemTranslation, MODEL_PARTS, t, type ContentItemFilter, type EntryModel, type FilterOptions, type ModelPart } from '../src/hooks/extension'
 import { FilterRegistry } from '../src/hooks/registry'
 import { listLiveEntries } from '../src/content/list-statement'
 import { findLiveEntryBySlug } from '../src/content/entry-statement'
@@ -73,7 +73,8 @@ describe('the statement loads what the callbacks declare (C54)', () => {
 
   test('each part declared loads that relation and no other', async () => {
     const loads: Record<ModelPart, string[]> = {
-      translations: ['t.body'],
+      translations: ["'translations'"],
+      shownTranslation: ["'shown_translation'"],
       fieldValues: ['field_values'],
       featuredImage: ["'variants'"],
       terms: ['taxonomies'],
@@ -93,12 +94,13 @@ describe('the statement loads what the callbacks declare (C54)', () => {
   test('a part the model holds is not loaded a second time for the item: the item takes its translation, image and terms from it', async () => {
     const leanMarks: [ModelPart, string][] = [
       ['translations', 't.language_code in ('],
+      ['shownTranslation', "'translation', ("],
       ['featuredImage', "v.name = 'thumbnail'"],
       ['terms', "'slug', term.slug)"],
     ]
     for (const [part, mark] of leanMarks) {
       // The single entry reads no second translation whatever the model holds: the one its slug matched is the item's (C14, C19).
-      for (const path of part === 'translations' ? ['/api/v1/content/post'] : ['/api/v1/content/post', '/api/v1/content/post/hello']) {
+      for (const path of part === 'translations' || part === 'shownTranslation' ? ['/api/v1/content/post'] : ['/api/v1/content/post', '/api/v1/content/post/hello']) {
         for (const reads of [[], [part]]) {
           const api = apiWith([[(data) => data, { reads }]])
           api.statements.length = 0
@@ -126,7 +128,8 @@ describe('the statement loads what the callbacks declare (C54)', () => {
       [['fieldValues'], ['field_values']],
       [['translations', 'terms'], ['translations', 'terms']],
       [['author'], []],
-      [MODEL_PARTS, ['translations', 'terms', 'image', 'field_values']],
+      [['shownTranslation'], ['shown_translation']],
+      [MODEL_PARTS, ['translations', 'shown_translation', 'terms', 'image', 'field_values']],
     ]
     for (const [model, relations] of shapes) {
       const page = await listLiveEntries(db.sql, { ...options, model })
@@ -141,7 +144,7 @@ describe('the statement loads what the callbacks declare (C54)', () => {
 
   test('whatever is declared, the items are the same bytes as without callbacks', async () => {
     const plain = apiWith([])
-    const declarations: (readonly ModelPart[] | undefined)[] = [[], ['translations'], ['featuredImage'], ['terms'], ['fieldValues', 'author'], MODEL_PARTS, undefined]
+    const declarations: (readonly ModelPart[] | undefined)[] = [[], ['translations'], ['shownTranslation'], ['featuredImage'], ['terms'], ['fieldValues', 'author'], MODEL_PARTS, undefined]
     for (const reads of declarations) {
       const api = apiWith([[(data) => data, reads === undefined ? {} : { reads }]])
       for (const path of PATHS) {
@@ -178,6 +181,27 @@ describe('what a callback sees (C54, service.md §6 rule 2)', () => {
     expect(seen[0]!.content_type.slug).toBe('post')
   })
 
+  test('shownTranslation is the row itemTranslation finds in translations, body included, on every route and language; the statement reads one row per entry', async () => {
+    const shown: Record<string, unknown>[] = []
+    const found: Record<string, unknown>[] = []
+    const lean = apiWith([[(data, content: EntryModel) => (shown.push({ id: content.id, row: content.shownTranslation }), data), { reads: ['shownTranslation'] }]])
+    const whole = apiWith([[(data, content: EntryModel, context) => (found.push({ id: content.id, row: itemTranslation(content, context) }), data), { reads: ['translations'] }]])
+    for (const path of [...PATHS, '/api/v1/content/post?lang=de', '/api/v1/content/post/seulement?lang=fr']) {
+      shown.length = 0
+      found.length = 0
+      expect([path, (await lean.get(path)).status, (await whole.get(path)).status]).toEqual([path, 200, 200])
+      expect([path, shown]).toEqual([path, found])
+      expect(shown.length).toBeGreaterThan(0)
+    }
+    // In French each entry shows its French row (the second has no body); in English the French-only entry shows none (C14).
+    shown.length = 0
+    await lean.get('/api/v1/content/post?lang=fr')
+    expect(shown.map((each) => (each.row as { body: string | null } | null)?.body ?? null)).toEqual(['<p>Corps</p>', null])
+    shown.length = 0
+    await lean.get('/api/v1/content/post')
+    expect(shown.map((each) => (each.row as { language_code: string } | null)?.language_code ?? null)).toEqual(['en', null])
+  })
+
   test('a callback without reads gets the whole model, also beside callbacks that declare (the statement then loads it all)', async () => {
     const seen: EntryModel[] = []
     const api = apiWith([
@@ -186,7 +210,7 @@ describe('what a callback sees (C54, service.md §6 rule 2)', () => {
     ])
     api.statements.length = 0
     await api.get('/api/v1/content/post/hello')
-    expect(keysSeen(seen)).toEqual([...ENTRY_COLUMNS, 'translations', 'author', 'terms', 'featuredImage', 'fieldValues'])
+    expect(keysSeen(seen)).toEqual([...ENTRY_COLUMNS, 'translations', 'shownTranslation', 'author', 'terms', 'featuredImage', 'fieldValues'])
     expect(seen[0]!.translations.map((row) => row.body)).toEqual(['<p>English body</p>', '<p>Corps</p>'])
     expect(seen[0]!.fieldValues.map((value) => value.value)).toEqual(['A subtitle'])
     expect(api.statements.find((text) => text.includes('entry_translations'))).toContain('t.body')
@@ -251,7 +275,7 @@ describe('reading a part not declared fails closed (C54, C23)', () => {
 describe('registration checks reads (C54)', () => {
   const registry = new FilterRegistry()
   const cases: [string, unknown, RegExp][] = [
-    ['an unknown part', ['body'], /reads names an unknown part of the model: body\. The parts are translations, fieldValues, featuredImage, terms, author\./],
+    ['an unknown part', ['body'], /reads names an unknown part of the model: body\. The parts are translations, shownTranslation, fieldValues, featuredImage, terms, author\./],
     ['a string', 'terms', /reads must be an array of parts of the model/],
     ['null', null, /reads must be an array of parts of the model/],
   ]

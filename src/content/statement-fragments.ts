@@ -46,6 +46,8 @@ export interface EntryModelRow {
   author_id: number | null
   featured_image_id: number | null
   translations?: TranslationModel[]
+  /** The translation the item shows (C14), body included; null when the entry has neither language's. */
+  shown_translation?: TranslationModel | null
   terms?: TermModel[]
   image?: { id: number; path: string; alt: string | null; variants: { name: string; path: string }[] } | null
   field_values?: FieldValueModel[]
@@ -291,26 +293,31 @@ export function alternatesOf(sql: Sql): PendingQuery<Row[]> {
 }
 
 /**
+ * The translation an entry's item shows (C14), as a JSON object of `fields`
+ * (key-value pairs over `t`): the selected language's row, else the fallback
+ * (default) language's, else null. `e` and the statement's `language` are in
+ * scope. The item's translated fields and the model's `shownTranslation` (C54)
+ * both come from here, so they are always the same row.
+ */
+function shownTranslationOf(sql: Sql, fields: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`(
+      select json_build_object(${fields})
+      from entry_translations t
+      where t.entry_id = e.id
+        and t.language_code in ((select selected from language), (select fallback from language))
+      order by t.language_code = (select selected from language) desc
+      limit 1
+    )`
+}
+
+/**
  * The lean row's translation (C14), image with two variants (C15) and terms
  * (C16), as key-value pairs of json_build_object, each unless the model's
  * parts hold it; `e` is in scope.
  */
 function itemFields(sql: Sql, modelParts: ReadonlySet<ModelPart>): PendingQuery<Row[]>[] {
   const translation = sql`
-    'translation', (
-      select json_build_object(
-        'title', t.title,
-        'slug', t.slug,
-        'excerpt', t.excerpt,
-        'meta_title', t.meta_title,
-        'meta_description', t.meta_description
-      )
-      from entry_translations t
-      where t.entry_id = e.id
-        and t.language_code in ((select selected from language), (select fallback from language))
-      order by t.language_code = (select selected from language) desc
-      limit 1
-    )
+    'translation', ${shownTranslationOf(sql, sql`'title', t.title, 'slug', t.slug, 'excerpt', t.excerpt, 'meta_title', t.meta_title, 'meta_description', t.meta_description`)}
   `
   const image = sql`
     'image', (
@@ -324,7 +331,7 @@ function itemFields(sql: Sql, modelParts: ReadonlySet<ModelPart>): PendingQuery<
     )
   `
   return [
-    modelParts.has('translations') ? null : translation,
+    modelParts.has('translations') || modelParts.has('shownTranslation') ? null : translation,
     modelParts.has('featuredImage') ? null : image,
     modelParts.has('terms') ? null : sql`'terms', ${termsOf(sql)}`,
   ].filter((field) => field !== null)
@@ -344,9 +351,10 @@ export function completeRow(row: EntryRow, languages: Languages): EntryRow {
   const model = row.model
   if (!model) return row
   const complete = { ...row }
-  const { translations, image, terms } = model
-  if (translations) {
-    const translation = translations.find((t) => t.language_code === languages.selected) ?? translations.find((t) => t.language_code === languages.default)
+  const { translations, shown_translation, image, terms } = model
+  if (translations || shown_translation !== undefined) {
+    const translation =
+      shown_translation !== undefined ? shown_translation : (translations!.find((t) => t.language_code === languages.selected) ?? translations!.find((t) => t.language_code === languages.default))
     complete.translation = translation
       ? { title: translation.title, slug: translation.slug, excerpt: translation.excerpt, meta_title: translation.meta_title, meta_description: translation.meta_description }
       : null
@@ -389,6 +397,13 @@ export function entryModel(
         from entry_translations t
         where t.entry_id = e.id
       )
+  `
+  // The row the item shows (C14), the lean translation's, with its language and body.
+  const shownTranslation = sql`
+      'shown_translation', ${shownTranslationOf(
+        sql,
+        sql`'language_code', t.language_code, 'title', t.title, 'slug', t.slug, 'excerpt', t.excerpt, 'meta_title', t.meta_title, 'meta_description', t.meta_description, 'body', t.body`,
+      )}
   `
   const image = sql`
       'image', (
@@ -440,6 +455,7 @@ export function entryModel(
   `
   const relations = [
     parts.has('translations') ? translations : null,
+    parts.has('shownTranslation') ? shownTranslation : null,
     parts.has('terms') ? sql`'terms', ${terms}` : null,
     parts.has('featuredImage') ? image : null,
     parts.has('fieldValues') ? fieldValues : null,

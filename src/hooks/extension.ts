@@ -34,7 +34,7 @@ export type ItemData = Partial<Item> & { [field: string]: unknown }
  * page's statement only when some callback declares it (or some callback
  * declares nothing).
  */
-export const MODEL_PARTS = ['translations', 'fieldValues', 'featuredImage', 'terms', 'author'] as const
+export const MODEL_PARTS = ['translations', 'shownTranslation', 'fieldValues', 'featuredImage', 'terms', 'author'] as const
 export type ModelPart = (typeof MODEL_PARTS)[number]
 
 /**
@@ -56,6 +56,14 @@ export interface EntryModel {
    * language may have none: the item then shows the default language's (C14).
    */
   translations: TranslationModel[]
+  /**
+   * The one translation the item shows (C14), body included: the language in
+   * effect's row, else the default language's, else null. What
+   * `itemTranslation(content, context)` finds in `translations`; declare this
+   * part alone when that row is all you read (one row loaded per entry, not
+   * every language's).
+   */
+  shownTranslation: TranslationModel | null
   author: { id: number; name: string } | null
   /** In the entry's order (position, then id). */
   terms: TermModel[]

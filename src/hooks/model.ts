@@ -14,7 +14,7 @@ import type { RegisteredFilter } from './registry'
 export function toEntryModel(row: EntryRow, item: Pick<Item, 'published_at' | 'created_at'>, mediaBaseUrl: string): EntryModel {
   const model = row.model
   if (!model) throw new Error('The entry was loaded without its model: pass the model parts to the statement.')
-  const { translations, terms, image, field_values } = model
+  const { translations, shown_translation, terms, image, field_values } = model
   // The parts no callback declared are left out: their views throw when read (src/hooks/declared-reads.ts).
   const entry: Partial<EntryModel> = {
     id: row.id,
@@ -27,6 +27,7 @@ export function toEntryModel(row: EntryRow, item: Pick<Item, 'published_at' | 'c
     featured_image_id: model.featured_image_id,
   }
   if (translations) entry.translations = translations
+  if (shown_translation !== undefined) entry.shownTranslation = shown_translation
   entry.author = row.author
   if (terms) entry.terms = terms
   if (image !== undefined) {

@@ -629,6 +629,12 @@ export const MUTANTS: Mutant[] = [
     tests: [DISCOVERY_TOTALS],
   },
   {
+    id: 'reads-shown-translation-bodiless',
+    regression: 'C54: content.shownTranslation comes without its body: a reading time counts no words, a body extension adds null',
+    edits: [{ file: 'src/content/statement-fragments.ts', find: "'meta_description', t.meta_description, 'body', t.body`", replace: "'meta_description', t.meta_description, 'body', null`" }],
+    tests: READS,
+  },
+  {
     id: 'terms-namesakes',
     regression: "C46/C40: a term whose slug another term of its taxonomy shares shows its own count, not the filtered list's meta.total",
     edits: [{ file: 'src/discovery/statements.ts', find: 'when exists (${namesakes} and o.id <> p.id) then (', replace: 'when false then (' }],

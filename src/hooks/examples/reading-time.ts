@@ -1,11 +1,11 @@
-import { defineExtension, itemTranslation, t } from '#vitrine/extension'
+import { defineExtension, t } from '#vitrine/extension'
 
 /** Adds `reading_minutes`: the words of the body the item shows, at 200 a minute, at least 1. */
 export default defineExtension(({ addFilter }) => {
-  addFilter('service/api/content-item', (data, content, context) => {
+  addFilter('service/api/content-item', (data, content) => {
     // The body of the translation the item shows: an English-only entry read in French has its English body.
-    const body = itemTranslation(content, context)?.body ?? ''
+    const body = content.shownTranslation?.body ?? ''
     const words = body.replace(/<[^>]*>/g, ' ').split(/\s+/).filter(Boolean).length
     return { ...data, reading_minutes: Math.max(1, Math.round(words / 200)) }
-  }, { reads: ['translations'], schema: { add: { reading_minutes: t.Integer() } } })
+  }, { reads: ['shownTranslation'], schema: { add: { reading_minutes: t.Integer() } } })
 })
