@@ -100,7 +100,6 @@ language plpgsql
 stable
 set search_path from current
 as $$
-#variable_conflict use_column
 begin
   return query
   with settled as (

@@ -25,7 +25,7 @@ export interface EntryRow {
   position: string | null
   created_at: number
   author: { id: number; name: string } | null
-  /** The selected language's translation, else the default language's (C14). Absent from a row whose model holds the translations until completeRow; so are `image` and `terms`. */
+  /** The selected language's translation, else the default language's (C14). Absent from a row whose model holds the translations or the shown translation until completeRow; so are `image` and `terms`. */
   translation: { title: string | null; slug: string | null; excerpt: string | null; meta_title: string | null; meta_description: string | null } | null
   image: { path: string; thumbnail: string | null; medium: string | null } | null
   terms: { id: number; name: string; slug: string }[]

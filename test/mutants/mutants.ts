@@ -182,11 +182,12 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/content/statement-fragments.ts',
-        find: 'const translation = translations.find((t) => t.language_code === languages.selected) ?? ',
-        replace: 'const translation = ',
+        find: ': (translations!.find((t) => t.language_code === languages.selected) ?? ',
+        replace: ': (',
       },
     ],
-    tests: CONTENT,
+    // The whole model holds shownTranslation too: the row is taken from translations when only they are declared.
+    tests: [...CONTENT, ...READS],
   },
 
   // C1, C11, C18, C39: the list's two ranges, the kept counts and the cursor (issue 11).
@@ -1032,7 +1033,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'reads-lean-field-twice',
     regression: 'C54: with translations declared the item\'s title comes from the lean row while the model also loads them: the page reads translations twice',
-    edits: [{ file: 'src/content/statement-fragments.ts', find: "modelParts.has('translations') ? null : translation,", replace: 'translation,' }],
+    edits: [{ file: 'src/content/statement-fragments.ts', find: "modelParts.has('translations') || modelParts.has('shownTranslation') ? null : translation,", replace: 'translation,' }],
     tests: READS,
   },
   // C57: webhooks.
