@@ -222,6 +222,37 @@ describe('C56: writers racing at every isolation level', () => {
   })
 })
 
+describe('C56: the guards of a bulk update of entries (0019)', () => {
+  const guardOf = async (id: number) => (await db.sql<{ published: boolean }[]>`select published from entry_guards where entry_id = ${id}`)[0]?.published ?? null
+
+  test('0019: an entry whose id changes in a statement that also unpublishes others: its old guard goes, the others follow, nothing drifts', async () => {
+    const s = await scene()
+    // Rows hang off no entry whose id may change (the foreign keys would refuse it): one without translations, guarded by a write of its own.
+    const bare = await addEntry(db.sql, { translations: {} })
+    await db.sql`update entries set status = 'draft' where id = ${bare}`
+    expect(await guardOf(bare)).toBe(false)
+    const moved = bare + 1000
+    await db.sql.unsafe(`update entries set id = case when id = ${bare} then ${moved} else id end, status = case when id = ${bare} then 'published' else 'draft' end where id in (${bare}, ${s.entry})`)
+    expect(await guardOf(bare)).toBeNull()
+    expect(await guardOf(moved)).toBe(true)
+    expect(await guardOf(s.entry)).toBe(false)
+    expect(await keptDrift()).toEqual([])
+    const { answered, computed } = await answers(s)
+    expect(answered).toEqual(computed)
+  })
+
+  test('0019: a bulk status change that changes no id keeps every other guard, and the search follows it both ways', async () => {
+    const s = await scene()
+    const bare = await addEntry(db.sql, { translations: {} })
+    await db.sql`update entries set status = 'draft' where id = ${bare}`
+    await db.sql`update entries set status = case when status = 'published' then 'draft' else 'published' end where id in (${s.entry}, ${s.draft})`
+    expect([await guardOf(s.entry), await guardOf(s.draft), await guardOf(bare)]).toEqual([false, true, false])
+    expect(await keptDrift()).toEqual([])
+    const { answered, computed } = await answers(s)
+    expect(answered).toEqual(computed)
+  })
+})
+
 describe('C56: whatever a kept structure holds, no answer shows an entry that is not live', () => {
   test('a guard that says a draft is published (a drift): the search, by one word and by two, never answers the draft; the drift is found', async () => {
     const s = await scene()

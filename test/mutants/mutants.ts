@@ -972,8 +972,14 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'postings-guard-writer',
     regression: 'C55/C1/C2: search_postings do not follow their entry\'s state: a short entry unpublished is still found by a one-word search',
-    edits: [{ file: 'sql/migrations/0011_lean_search.sql', find: '    -- Unpublished: the postings go, by key.\n    if unpublished then', replace: '    if false then' }],
+    edits: [{ file: 'sql/migrations/0019_guarded_bulk_writes.sql', find: '    -- Unpublished: the postings go, by key.\n    if unpublished then', replace: '    if false then' }],
     tests: [COUNTS, ANY_WRITER],
+  },
+  {
+    id: 'guard-renumbered-kept',
+    regression: 'C56: an update of entries that changes an id keeps the old id\'s guard (0019 looks for a changed id only when the pairs say there is one): a guard of no entry',
+    edits: [{ file: 'sql/migrations/0019_guarded_bulk_writes.sql', find: '      count(*) <> count(n.id)\n', replace: '      false\n' }],
+    tests: [ANY_WRITER],
   },
   {
     id: 'search-long-documents-missed',
