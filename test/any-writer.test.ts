@@ -241,7 +241,7 @@ describe('C56: the guards of a bulk update of entries (0019)', () => {
     expect(answered).toEqual(computed)
   })
 
-  test('0019: a bulk status change that changes no id keeps every other guard, and the search follows it both ways', async () => {
+  test('0019: one statement publishing a draft and unpublishing a post: each guard follows its entry, a guard of an entry without rows stays, the search follows both', async () => {
     const s = await scene()
     const bare = await addEntry(db.sql, { translations: {} })
     await db.sql`update entries set status = 'draft' where id = ${bare}`

@@ -43,7 +43,8 @@ begin
       author_id = excluded.author_id,
       writes = entry_guards.writes + 1;
     -- One pass over the pairs: which of the three kinds of change there are, and whether an old
-    -- row has no new one (its id changed).
+    -- row has no new one (its id changed: the left join gives it one row of nulls, and n.id, a
+    -- primary key, is null in no other). An aggregate without group by always returns its row.
     select coalesce(bool_or(o.status = 'published' and n.status <> 'published'), false),
       coalesce(bool_or(n.status = 'published' and o.status <> 'published'), false),
       coalesce(bool_or(o.status = 'published' and n.status = 'published' and (o.content_type_id, o.published_at, o.author_id) is distinct from (n.content_type_id, n.published_at, n.author_id)), false),
