@@ -51,12 +51,13 @@ try {
     const mapped = items()
     const chained = await applyItemFilters(registry, items(), models, context(), run)
     const view = registry.filters[0]!.viewOf!
-    const builtModels = rows.map((row, index) => deepFreeze(toEntryModel(row, mapped[index]!, MEDIA)))
+    const built = () => rows.map((row, index) => toEntryModel(row, mapped[index]!, MEDIA))
+    const builtModels = built().map(deepFreeze)
     const steps: [string, () => unknown][] = [
       ['both: the rows mapped to items (toItem)', items],
       ['both: the page rendered (JSON, bytes, ETag)', () => render(envelope(selectFields(mapped, null), answer.meta))],
-      ['callback: the models built (toEntryModel)', () => rows.map((row, index) => toEntryModel(row, mapped[index]!, MEDIA))],
-      ['callback: … and frozen (deepFreeze, C25)', () => rows.map((row, index) => deepFreeze(toEntryModel(row, mapped[index]!, MEDIA)))],
+      ['callback: the models built (toEntryModel)', built],
+      ['callback: … and frozen (deepFreeze, C25)', () => built().map(deepFreeze)],
       ['callback: the declared-reads views (C54)', () => builtModels.map(view)],
       ['callback: modelsFor, all of the above', () => modelsFor(registry.filters, rows, mapped, MEDIA)],
       ['callback: the request context', context],
