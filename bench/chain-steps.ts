@@ -7,6 +7,9 @@
  * (`process.cpuUsage()`, user and system) is divided by the calls. Medians of BENCH_ROUNDS (default
  * 5), in µs a page of 20 items.
  *
+ * BENCH_CHAIN_EXTENSIONS: extension files, comma-separated, to measure instead of that callback
+ * (`src/hooks/examples/custom-fields.ts,src/hooks/examples/reading-time.ts`: a typical site).
+ *
  * Both paths map the rows to items and render the page; only the callback's path builds the models
  * (C25, with their declared-reads views, C54) and runs the chain (C24, C31's check of each output,
  * C27's key order, C53's timing).
@@ -19,6 +22,7 @@ import { connectDatabase } from '../src/db/connect'
 import { applyItemFilters } from '../src/hooks/apply-item-filters'
 import { createFilterContext } from '../src/hooks/context'
 import { deepFreeze, modelsFor, toEntryModel } from '../src/hooks/model'
+import { loadExtensionFiles } from '../src/hooks/loader'
 import { FilterRegistry } from '../src/hooks/registry'
 import { ensureBenchDatabase } from './dataset'
 import { median, readRounds } from './load'
@@ -30,6 +34,8 @@ if (!Number.isInteger(CALLS) || CALLS < 1) {
   process.exit(2)
 }
 const ROUNDS = readRounds(process.env.BENCH_ROUNDS, 5)
+/** Extension files to run instead of the one callback declaring `reads: []`, comma-separated (a typical site: the custom-fields and reading-time examples). */
+const EXTENSIONS = process.env.BENCH_CHAIN_EXTENSIONS
 const MEDIA = 'https://cms.example.com/media'
 const PUBLIC_URL = 'https://cms.example.com'
 
@@ -38,8 +44,8 @@ try {
   const database = await ensureBenchDatabase(admin, target.url, 30_000)
   const sql = connectDatabase(database.url, { max: 1 })
   try {
-    const registry = new FilterRegistry()
-    registry.add('service/api/content-item', (data) => data, { reads: [] })
+    const registry = EXTENSIONS ? await loadExtensionFiles(EXTENSIONS.split(',')) : new FilterRegistry()
+    if (!EXTENSIONS) registry.add('service/api/content-item', (data) => data, { reads: [] })
     const loaded = await loadListAnswer({ sql, mediaBaseUrl: MEDIA, model: registry.modelParts, timeoutMs: 10_000, type: 'post', lang: undefined, publicUrl: PUBLIC_URL, perPage: 20, start: { page: 1, cursor: null } })
     const answer: ContentAnswer = loaded.value
     const rows: EntryRow[] = answer.rows
@@ -50,7 +56,7 @@ try {
     const models = modelsFor(registry.filters, rows, items(), MEDIA)
     const mapped = items()
     const chained = await applyItemFilters(registry, items(), models, context(), run)
-    const view = registry.filters[0]!.viewOf!
+    const views = registry.filters.map((filter) => filter.viewOf!)
     const built = () => rows.map((row, index) => toEntryModel(row, mapped[index]!, MEDIA))
     const builtModels = built().map(deepFreeze)
     const steps: [string, () => unknown][] = [
@@ -58,7 +64,7 @@ try {
       ['both: the page rendered (JSON, bytes, ETag)', () => render(envelope(selectFields(mapped, null), answer.meta))],
       ['callback: the models built (toEntryModel)', built],
       ['callback: … and frozen (deepFreeze, C25)', () => built().map(deepFreeze)],
-      ['callback: the declared-reads views (C54)', () => builtModels.map(view)],
+      ['callback: the declared-reads views (C54)', () => views.map((view) => builtModels.map(view))],
       ['callback: modelsFor, all of the above', () => modelsFor(registry.filters, rows, mapped, MEDIA)],
       ['callback: the request context', context],
       ['callback: the chain (applyItemFilters)', () => applyItemFilters(registry, mapped, models, context(), run)],
@@ -76,7 +82,7 @@ try {
         times.get(name)!.push((used.user + used.system) / CALLS)
       }
     }
-    console.log(`# An uncached list page's steps in the service's process (C54), ${rows.length} items\n`)
+    console.log(`# An uncached list page's steps in the service's process (C54), ${rows.length} items, ${EXTENSIONS ? `the callbacks of ${EXTENSIONS}` : 'one callback declaring reads: []'}\n`)
     console.log(`\`vitrine_bench_30000\`, list page 1 of post; ${CALLS} calls a step a round, ${ROUNDS} rounds in turn; CPU µs a page, median.\n`)
     console.log('| step | µs a page |\n| --- | ---: |')
     for (const [name] of steps) console.log(`| ${name} | ${median(times.get(name)!).toFixed(1)} |`)
