@@ -26,7 +26,7 @@ import { MODEL_PARTS, type ModelPart } from '../src/hooks/extension'
 import { ensureBenchDatabase } from './dataset'
 import { explainPrepared } from './explain-list'
 import { load, LOAD_TOOL, readSeconds, type Measure } from './load'
-import { startBenchService } from './service'
+import { startBenchService, waitForStartChecks } from './service'
 import { setUpBench } from './setup'
 
 const ROOT = join(import.meta.dir, '..')
@@ -63,6 +63,7 @@ try {
   ]
   const bases: string[] = []
   for (const [, dir] of services) bases.push(await startService(url, dir))
+  await waitForStartChecks(admin, new URL(url).pathname.slice(1))
   for (const base of bases) await load(LOAD_TOOL, base + PATH, 2)
   const runs: Measure[][] = services.map(() => [])
   // Alternating rounds: the machine's drift (another engineer's tests) hits every service alike.

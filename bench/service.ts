@@ -4,6 +4,7 @@
  * unless told, and the benchmark's own settings over those.
  */
 import { join } from 'node:path'
+import type { Sql } from '../src/db/connect'
 
 const ROOT = join(import.meta.dir, '..')
 
@@ -60,6 +61,25 @@ export async function startBenchService({ databaseUrl, directory = ROOT, env = {
   }
   service.kill('SIGTERM')
   throw new Error(`The service of ${directory} at ${base} did not come up.`)
+}
+
+/**
+ * Waits until no connection of a service is running a statement on `database` (application_name
+ * vitrine…), three looks in a row 200 ms apart, at most `maxMs`: a service's checks at start (C18's
+ * live counts, C56's kept structures: about 3.5 s of PostgreSQL's time on 100 000 entries) must not
+ * share the machine with the first measurements, which a hand-written reference never pays for.
+ * @example await waitForStartChecks(admin, 'vitrine_bench_100000')
+ */
+export async function waitForStartChecks(admin: Sql, database: string, maxMs = 60_000): Promise<void> {
+  const until = performance.now() + maxMs
+  for (let quiet = 0; quiet < 3 && performance.now() < until; ) {
+    const [{ busy }] = await admin<{ busy: number }[]>`
+      select count(*)::int as busy from pg_stat_activity
+      where datname = ${database} and application_name like 'vitrine%' and state = 'active' and pid <> pg_backend_pid()
+    `
+    quiet = busy === 0 ? quiet + 1 : 0
+    await Bun.sleep(200)
+  }
 }
 
 async function healthy(base: string): Promise<boolean> {
