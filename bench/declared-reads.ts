@@ -35,7 +35,7 @@ const READING_TIME_FROM_EVERY_TRANSLATION = `import { defineExtension, itemTrans
 export default defineExtension(({ addFilter }) => {
   addFilter('service/api/content-item', (data, content, context) => {
     const body = itemTranslation(content, context)?.body ?? ''
-    const words = body.replace(/<[^>]*>/g, ' ').split(/\\s+/).filter(Boolean).length
+    const words = body.replace(/<[^>]*>/g, ' ').match(/\\S+/g)?.length ?? 0
     return { ...data, reading_minutes: Math.max(1, Math.round(words / 200)) }
   }, { reads: ['translations'], schema: { add: { reading_minutes: t.Integer() } } })
 })

@@ -5,7 +5,7 @@ export default defineExtension(({ addFilter }) => {
   addFilter('service/api/content-item', (data, content) => {
     // The body of the translation the item shows: an English-only entry read in French has its English body.
     const body = content.shownTranslation?.body ?? ''
-    const words = body.replace(/<[^>]*>/g, ' ').split(/\s+/).filter(Boolean).length
+    const words = body.replace(/<[^>]*>/g, ' ').match(/\S+/g)?.length ?? 0
     return { ...data, reading_minutes: Math.max(1, Math.round(words / 200)) }
   }, { reads: ['shownTranslation'], schema: { add: { reading_minutes: t.Integer() } } })
 })
