@@ -56,7 +56,8 @@ try {
     const models = modelsFor(registry.filters, rows, items(), MEDIA)
     const mapped = items()
     const chained = await applyItemFilters(registry, items(), models, context(), run)
-    const views = registry.filters.map((filter) => filter.viewOf!)
+    // A callback without `reads` reads the whole model: it has no view (modelsFor shares the models with it).
+    const views = registry.filters.map((filter) => filter.viewOf)
     const built = () => rows.map((row, index) => toEntryModel(row, mapped[index]!, MEDIA))
     const builtModels = built().map(deepFreeze)
     const steps: [string, () => unknown][] = [
@@ -64,7 +65,7 @@ try {
       ['both: the page rendered (JSON, bytes, ETag)', () => render(envelope(selectFields(mapped, null), answer.meta))],
       ['callback: the models built (toEntryModel)', built],
       ['callback: … and frozen (deepFreeze, C25)', () => built().map(deepFreeze)],
-      ['callback: the declared-reads views (C54)', () => views.map((view) => builtModels.map(view))],
+      ['callback: the declared-reads views (C54)', () => views.map((view) => (view === null ? builtModels : builtModels.map(view)))],
       ['callback: modelsFor, all of the above', () => modelsFor(registry.filters, rows, mapped, MEDIA)],
       ['callback: the request context', context],
       ['callback: the chain (applyItemFilters)', () => applyItemFilters(registry, mapped, models, context(), run)],
