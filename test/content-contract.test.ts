@@ -272,7 +272,7 @@ describe('ordering and item shape', () => {
     expect(spoofed.text).not.toContain('evil.example')
   })
 
-  test('C16: terms are ordered by position, then term id; [] when none', async () => {
+  test('C16: terms are ordered by position, then term id, on both routes; [] when none', async () => {
     const t1 = await addTerm(db.sql, 'tag', 'Zeta')
     const t2 = await addTerm(db.sql, 'category', 'Alpha')
     const t3 = await addTerm(db.sql, 'tag', 'Mid')
@@ -286,6 +286,8 @@ describe('ordering and item shape', () => {
       { id: t1, name: 'Zeta', slug: 'zeta' },
     ])
     expect(bare.terms).toEqual([])
+    // The single entry aggregates its own terms (entryTerms), not the page's.
+    expect((await api.get(`/api/v1/content/post/entry-${entry}`)).body.data.terms).toEqual(tagged.terms)
   })
 
   test('C17: author is {id, name} or null', async () => {
