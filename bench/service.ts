@@ -73,7 +73,8 @@ export async function startBenchService({ databaseUrl, directory = ROOT, env = {
  */
 export async function waitForStartChecks(admin: Sql, database: string, maxMs = 60_000): Promise<void> {
   const until = performance.now() + maxMs
-  for (let quiet = 0; quiet < 3 && performance.now() < until; ) {
+  let quiet = 0
+  while (quiet < 3 && performance.now() < until) {
     const [{ busy }] = await admin<{ busy: number }[]>`
       select count(*)::int as busy from pg_stat_activity
       where datname = ${database} and application_name like 'vitrine%' and state = 'active' and pid <> pg_backend_pid()
@@ -81,7 +82,7 @@ export async function waitForStartChecks(admin: Sql, database: string, maxMs = 6
     quiet = busy === 0 ? quiet + 1 : 0
     if (quiet < 3) await Bun.sleep(200)
   }
-  if (performance.now() >= until) console.warn(`bench: the services' checks at start were still running on ${database} after ${maxMs / 1000} s; measuring anyway.`)
+  if (quiet < 3) console.warn(`bench: the services' checks at start were still running on ${database} after ${maxMs / 1000} s; measuring anyway.`)
 }
 
 async function healthy(base: string): Promise<boolean> {

@@ -27,6 +27,8 @@ interface Running {
   purger: EdgePurger
   listener: ChangeListener
   duty: { stop(): Promise<void> }
+  /** Resolved once the listener has heard its LISTEN answered the first time. */
+  listening: Promise<void>
 }
 const running: Running[] = []
 const recorders: PurgeRecorder[] = []
@@ -35,9 +37,12 @@ const recorders: PurgeRecorder[] = []
 async function startPurger(targets: string, options: { timeoutMs?: number; maxPendingKeys?: number; duty?: boolean; pool?: typeof sql } = {}): Promise<Running> {
   const config = loadConfig({ PURGE_URLS: targets, FASTLY_API_TOKEN: 'fastly-token', CLOUDFLARE_API_TOKEN: 'cloudflare-token', ...(api ? { FASTLY_API_URL: api.url, CLOUDFLARE_API_URL: api.url } : {}) })
   const purger = new EdgePurger({ sql: options.pool ?? sql, targets: config.purgeTargets, apis: config, log, timeoutMs: options.timeoutMs ?? 60_000, maxPendingKeys: options.maxPendingKeys })
+  const listening = Promise.withResolvers<void>()
+  const heard = purger.onListening.bind(purger)
+  purger.onListening = () => (heard(), listening.resolve())
   const listener = listenForChanges(db.url, purger, { timeoutMs: 5000, log })
   const duty = takePurgeDuty(db.url, { timeoutMs: 5000, checkMs: 50, log, onTaken: () => purger.takeDuty(), onDropped: () => purger.dropDuty() })
-  const started = { purger, listener, duty }
+  const started = { purger, listener, duty, listening: listening.promise }
   running.push(started)
   return started
 }
@@ -261,8 +266,10 @@ describe('C51: delivery that loses nothing', () => {
 
   test('a lost listener: everything is purged once it is back', async () => {
     const at = recorder()
-    await startPurger(at.url)
+    const started = await startPurger(at.url)
     await onDuty(at)
+    // A connection ended before it ever listened is no lost listener: it has missed nothing.
+    await started.listening
     const before = xkeysPurged(at).filter((key) => key === 'vitrine').length
     await db.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'vitrine-listener' and datname = ${db.name}`
     await waitFor('everything purged again', () => xkeysPurged(at).filter((key) => key === 'vitrine').length > before)

@@ -265,9 +265,10 @@ const TERM_ORDER = (sql: Sql) => sql`et.position, term.id`
 /**
  * The JSON array of `item` over the rows of `source` (its `from` and `where`) in `order`; `[]` for
  * none. The rows are sorted in a subquery, and the aggregate takes them as they come: PostgreSQL
- * before 16 sets up a sort of its own for each call of an aggregate written with `order by`, which
- * cost 5 to 14 µs an entry of a page (one call per entry), rows or not. Nothing stands between
- * the subquery and the aggregate (no join, no grouping) that could reorder its rows.
+ * 15 sets up a sort of its own for each call of an aggregate written with `order by`, which cost
+ * 5 to 14 µs an entry of a page (one call per entry), rows or not (docs/benchmarks.md, issue 45).
+ * Nothing stands between the subquery and the aggregate (no join, no grouping) that could reorder
+ * its rows; the mutant json-arrays-unsorted and C16's test watch the order.
  */
 function jsonArray(sql: Sql, item: PendingQuery<Row[]>, source: PendingQuery<Row[]>, order: PendingQuery<Row[]>): PendingQuery<Row[]> {
   return sql`(select coalesce(json_agg(sorted.item), '[]'::json) from (select ${item} as item ${source} order by ${order}) sorted)`
