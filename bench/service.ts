@@ -82,7 +82,7 @@ export async function waitForStartChecks(admin: Sql, database: string, maxMs = 6
     quiet = busy === 0 ? quiet + 1 : 0
     if (quiet < 3) await Bun.sleep(200)
   }
-  if (quiet < 3) console.warn(`bench: the services' checks at start were still running on ${database} after ${maxMs / 1000} s; measuring anyway.`)
+  if (quiet < 3) console.warn(`bench: ${database} was not quiet for three looks within ${maxMs / 1000} s (the services' checks at start?); measuring anyway.`)
 }
 
 async function healthy(base: string): Promise<boolean> {
