@@ -228,18 +228,13 @@ export function listOrder(sql: Sql): PendingQuery<Row[]> {
  * the position and taxonomy.
  */
 function pageTerms(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
-  // One sort for the page, by entry then C16's order; each entry's group is aggregated in that order.
   return sql`
     page_terms as materialized (
-      select sorted.entry_id, json_agg(sorted.term) as terms
-      from (
-        select et.entry_id, ${termObject(sql, forModel)} as term
-        from page_entries pe
-        join entry_terms et on et.entry_id = pe.id
-        ${termsJoin(sql, forModel)}
-        order by et.entry_id, ${TERM_ORDER(sql)}
-      ) sorted
-      group by sorted.entry_id
+      select et.entry_id, ${termsAggregate(sql, forModel)} as terms
+      from page_entries pe
+      join entry_terms et on et.entry_id = pe.id
+      ${termsJoin(sql, forModel)}
+      group by et.entry_id
     )
   `
 }
@@ -249,29 +244,22 @@ function pageTerms(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
  * statement of one entry reads instead of page_terms; `e` is in scope.
  */
 export function entryTerms(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
-  return jsonArray(sql, termObject(sql, forModel), sql`from entry_terms et ${termsJoin(sql, forModel)} where et.entry_id = e.id`, TERM_ORDER(sql))
+  return sql`
+    coalesce((
+      select ${termsAggregate(sql, forModel)}
+      from entry_terms et
+      ${termsJoin(sql, forModel)}
+      where et.entry_id = e.id
+    ), '[]'::json)
+  `
 }
 
-/** A term of `et` (entry_terms) joined by termsJoin, as JSON: lean, or for its model (C25). */
-function termObject(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
-  return forModel
+/** The terms of `et` (entry_terms) joined by termsJoin, as a JSON array in C16's order. */
+function termsAggregate(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
+  const term = forModel
     ? sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug, 'position', et.position, 'taxonomy', json_build_object('id', tx.id, 'slug', tx.slug, 'name', tx.name))`
     : sql`json_build_object('id', term.id, 'name', term.name, 'slug', term.slug)`
-}
-
-/** C16: an entry's terms by their position, then id. */
-const TERM_ORDER = (sql: Sql) => sql`et.position, term.id`
-
-/**
- * The JSON array of `item` over the rows of `source` (its `from` and `where`) in `order`; `[]` for
- * none. The rows are sorted in a subquery, and the aggregate takes them as they come: PostgreSQL
- * 15 sets up a sort of its own for each call of an aggregate written with `order by`, which cost
- * 5 to 14 µs an entry of a page (one call per entry), rows or not (docs/benchmarks.md, issue 45).
- * Nothing stands between the subquery and the aggregate (no join, no grouping) that could reorder
- * its rows; the mutant json-arrays-unsorted and C16's test watch the order.
- */
-function jsonArray(sql: Sql, item: PendingQuery<Row[]>, source: PendingQuery<Row[]>, order: PendingQuery<Row[]>): PendingQuery<Row[]> {
-  return sql`(select coalesce(json_agg(sorted.item), '[]'::json) from (select ${item} as item ${source} order by ${order}) sorted)`
+  return sql`json_agg(${term} order by et.position, term.id)`
 }
 
 function termsJoin(sql: Sql, forModel: boolean): PendingQuery<Row[]> {
@@ -294,16 +282,14 @@ function termsOf(sql: Sql): PendingQuery<Row[]> {
  * of entry_translations' primary key per entry.
  */
 export function alternatesOf(sql: Sql): PendingQuery<Row[]> {
-  return jsonArray(
-    sql,
-    sql`json_build_object('language', t.language_code, 'slug', t.slug)`,
-    sql`
+  return sql`
+    (
+      select coalesce(json_agg(json_build_object('language', t.language_code, 'slug', t.slug) order by t.language_code collate "C"), '[]'::json)
       from entry_translations t
       where t.entry_id = e.id
         and t.slug is not null
-    `,
-    sql`t.language_code collate "C"`,
-  )
+    )
+  `
 }
 
 /**
@@ -392,20 +378,25 @@ export function entryModel(
   { typeId = sql`(select id from content_type)`, terms = termsOf(sql) }: { typeId?: PendingQuery<Row[]>; terms?: PendingQuery<Row[]> } = {},
 ): PendingQuery<Row[]> {
   const translations = sql`
-      'translations', ${jsonArray(
-        sql,
-        sql`json_build_object(
-          'language_code', t.language_code,
-          'title', t.title,
-          'slug', t.slug,
-          'excerpt', t.excerpt,
-          'meta_title', t.meta_title,
-          'meta_description', t.meta_description,
-          'body', t.body
-        )`,
-        sql`from entry_translations t where t.entry_id = e.id`,
-        sql`t.language_code`,
-      )}
+      'translations', (
+        select coalesce(
+          json_agg(
+            json_build_object(
+              'language_code', t.language_code,
+              'title', t.title,
+              'slug', t.slug,
+              'excerpt', t.excerpt,
+              'meta_title', t.meta_title,
+              'meta_description', t.meta_description,
+              'body', t.body
+            )
+            order by t.language_code
+          ),
+          '[]'::json
+        )
+        from entry_translations t
+        where t.entry_id = e.id
+      )
   `
   // The row the item shows (C14), the lean translation's, with its language and body.
   const shownTranslation = sql`
@@ -420,26 +411,36 @@ export function entryModel(
           'id', m.id,
           'path', m.path,
           'alt', m.alt,
-          'variants', ${jsonArray(sql, sql`json_build_object('name', v.name, 'path', v.path)`, sql`from media_variants v where v.media_id = m.id`, sql`v.name`)}
+          'variants', (
+            select coalesce(json_agg(json_build_object('name', v.name, 'path', v.path) order by v.name), '[]'::json)
+            from media_variants v
+            where v.media_id = m.id
+          )
         )
         from media m
         where m.id = e.featured_image_id
       )
   `
   const fieldValues = sql`
-      'field_values', ${jsonArray(
-        sql,
-        sql`json_build_object(
-          'id', fv.id,
-          'custom_field_id', fv.custom_field_id,
-          'key', cf.key,
-          'type', cf.type,
-          'language_code', fv.language_code,
-          'value', fv.value
-        )`,
-        sql`from field_values fv join custom_fields cf on cf.id = fv.custom_field_id where fv.entry_id = e.id`,
-        sql`cf.key, fv.language_code nulls first, fv.id`,
-      )}
+      'field_values', (
+        select coalesce(
+          json_agg(
+            json_build_object(
+              'id', fv.id,
+              'custom_field_id', fv.custom_field_id,
+              'key', cf.key,
+              'type', cf.type,
+              'language_code', fv.language_code,
+              'value', fv.value
+            )
+            order by cf.key, fv.language_code nulls first, fv.id
+          ),
+          '[]'::json
+        )
+        from field_values fv
+        join custom_fields cf on cf.id = fv.custom_field_id
+        where fv.entry_id = e.id
+      )
   `
   const own = sql`
       -- Every entry of the page has the statement's type: built once (an InitPlan), not per entry.
