@@ -90,8 +90,15 @@ export async function startStandby(primaryAdminUrl: string): Promise<Standby> {
   }
   const admin = connectDatabase(standbyUrl(url.pathname.slice(1) || 'postgres'), { max: 1 })
   const catchUp = async () => {
-    // The insert position, as the service asks it (src/db/notified-positions.ts): the walwriter flushes up to it within moments.
-    const [{ position }] = await primary<{ position: string }[]>`select pg_current_wal_insert_lsn()::text as position`
+    // The insert position, as the service asks it (src/db/notified-positions.ts). The walwriter flushes whole pages
+    // and asynchronous commits only: WAL after the last commit (a standby snapshot, say) waited for the next one,
+    // up to 15 s on an idle primary. A synchronous commit after the read flushes everything before it.
+    const position = await primary.begin(async (tx) => {
+      await tx`set local synchronous_commit = on`
+      await tx`select pg_current_xact_id()`
+      const [{ position }] = await tx<{ position: string }[]>`select pg_current_wal_insert_lsn()::text as position`
+      return position
+    })
     await waitFor('the standby replays what the primary wrote', async () => {
       const [row] = await admin<{ behind: boolean }[]>`select coalesce(pg_last_wal_replay_lsn() < ${position}::pg_lsn, true) as behind`.catch(() => [{ behind: true }])
       return !row.behind
