@@ -80,16 +80,37 @@ export interface TestDatabase {
 /**
  * A new database for one test file: migrated (from the template), or empty with `{ migrated: false }`,
  * or a copy of another test database of this run (`{ copyOf: name }`; nothing may be connected to it).
+ * Dropped when the next file creates its first; one that files share is made `{ forTheRun: true }`.
  * @example const db = await createTestDatabase()
  */
-export async function createTestDatabase(options: { migrated?: boolean; copyOf?: string } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(options: { migrated?: boolean; copyOf?: string; forTheRun?: boolean } = {}): Promise<TestDatabase> {
   if (!cluster) throw new Error('The test cluster is not provisioned: is test/support/preload.ts preloaded?')
+  await dropFinishedFiles(cluster)
   const name = `${RUN}_${++counter}`
   const template = options.copyOf ?? (options.migrated === false ? 'template0' : cluster.template)
   await cluster.admin.unsafe(`create database ${name} template ${template}`)
   cluster.created.push(name)
+  if (!options.forTheRun) ownerOf.set(name, Bun.main)
   const url = databaseUrl(cluster.adminUrl, name)
   return { url, name, sql: connectDatabase(url, { max: 4 }) }
+}
+
+/** The test file (Bun.main while it runs) that created each database of this run, the template aside. */
+const ownerOf = new Map<string, string>()
+
+/**
+ * Files run one after the other: when one creates its first database, those of the files before it are
+ * dropped, so that the cluster holds one file's databases, not the run's. A standby's base backup (C50)
+ * copies the whole cluster: on the server, near the end of a run, that was 45 files' databases.
+ * One that cannot be dropped now is dropped at the end (teardownCluster).
+ */
+async function dropFinishedFiles(current: Cluster): Promise<void> {
+  for (const [name, owner] of ownerOf) {
+    if (owner === Bun.main) continue
+    ownerOf.delete(name)
+    const dropped = await current.admin.unsafe(`drop database if exists ${name} with (force)`).then(() => true, () => false)
+    if (dropped) current.created.splice(current.created.indexOf(name), 1)
+  }
 }
 
 function databaseUrl(base: string, database: string): string {

@@ -155,7 +155,8 @@ let demo: Promise<string> | undefined
 /** A database of this run with the demo loaded, made once: each kit gets a copy of it. */
 function demoDatabase(): Promise<string> {
   demo ??= (async () => {
-    const db = await createTestDatabase()
+    // Files share it (this module is loaded once a run): kept to the run's end, not its first file's.
+    const db = await createTestDatabase({ forTheRun: true })
     await seedDemo(db.sql)
     await db.sql.end()
     return db.name
