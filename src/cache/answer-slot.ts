@@ -220,6 +220,13 @@ export class AnswerSlot {
     // A hit in the same second as the one before: its headers but the request's own are those of that one.
     const hit = kept && !notModified && served.status === 'HIT' ? output.sameHeaders?.hit : undefined
     const same = hit !== undefined && hit.control === control && hit.ageSeconds === served.ageSeconds
+    const origin = this.#cors.allowedOrigin(request)
+    if (same && !head) {
+      // The response copies the kept headers as it is made; this request's own are set on its copy (one copy, not two).
+      const response = new Response(output.body, { status: output.status, headers: hit.headers })
+      this.#ownFields(response.headers, requestId, origin, decorate)
+      return response
+    }
     const headers = same ? new Headers(hit.headers) : this.#sameHeaders(output, notModified, kept)
     if (!same) {
       headers.set('Cache-Control', control)
@@ -228,13 +235,17 @@ export class AnswerSlot {
       // Kept before anything of this request's own is set.
       if (kept && !notModified && served.status === 'HIT') output.sameHeaders!.hit = { headers: new Headers(headers), control, ageSeconds: served.ageSeconds }
     }
-    headers.set('X-Request-Id', requestId)
-    const origin = this.#cors.allowedOrigin(request)
-    if (origin !== null) headers.set('Access-Control-Allow-Origin', origin)
     if (head) headers.set('Content-Length', notModified ? '0' : String(output.body.byteLength))
-    decorate?.(headers)
+    this.#ownFields(headers, requestId, origin, decorate)
     if (notModified) return new Response(null, { status: 304, headers })
     return new Response(head ? null : output.body, { status: output.status, headers })
+  }
+
+  /** What a response has of its request alone: C29's X-Request-Id, the allowed Origin of a CORS list, the quota's fields. */
+  #ownFields(headers: Headers, requestId: string, origin: string | null, decorate: ((headers: Headers) => void) | undefined): void {
+    headers.set('X-Request-Id', requestId)
+    if (origin !== null) headers.set('Access-Control-Allow-Origin', origin)
+    decorate?.(headers)
   }
 
   /** The output's same headers: a copy of those built once for a kept output, else built for this response alone. */
