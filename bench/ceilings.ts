@@ -9,8 +9,10 @@
  *    (targets: the entry ≥ 0.85, the list ≥ 1.5);
  * 2. warm hits (list page 1 and a single entry) against a Bun server
  *    returning the same bytes with one header (target ≥ 0.9 each); and the
- *    single entry's against one sending our headers too (no target: what
- *    the contract's headers cost, apart from our code).
+ *    single entry's against one sending our headers too, and against one
+ *    doing only what the contract asks of every answer (C29, C32: it reads
+ *    the URL, X-Request-Id and If-None-Match; no target: what they cost,
+ *    apart from our code).
  * On `vitrine_bench_100000` (bench/dataset.ts; kept between runs).
  * BENCH_SECONDS (default 10): each measurement takes ceil(BENCH_SECONDS / 4) s.
  * BENCH_ROUNDS (default 4). DATABASE_URL: the server to keep the database on;
@@ -46,13 +48,17 @@ try {
   const reference = `http://127.0.0.1:${await spawnPrinted(['bun', join(ROOT, 'bench', 'reference-server.ts'), database.url, MEDIA_BASE_URL])}`
   for (const path of [ENTRY, LIST]) await sameBytes(uncached.base + path, reference + path)
   await waitForStartChecks(admin, new URL(database.url).pathname.slice(1))
+  const contract = await fixedBodyServer(warm.base + ENTRY, 'contract')
+  await sameBytes(warm.base + ENTRY, contract)
   const pairs = [
     { name: 'uncached single entry ÷ a hand-written Bun + postgres.js server', ours: uncached.base + ENTRY, theirs: reference + ENTRY, target: 0.85 },
     { name: 'uncached list page 1 ÷ a hand-written Bun + postgres.js server', ours: uncached.base + LIST, theirs: reference + LIST, target: 1.5 },
     { name: 'warm list page 1 ÷ a Bun server returning the same bytes', ours: warm.base + LIST, theirs: await fixedBodyServer(warm.base + LIST), target: 0.9 },
     { name: 'warm single entry ÷ a Bun server returning the same bytes', ours: warm.base + ENTRY, theirs: await fixedBodyServer(warm.base + ENTRY), target: 0.9 },
     // No target: what the headers the contract asks for cost, apart from what our code does.
-    { name: 'warm single entry ÷ a Bun server returning the same bytes and headers', ours: warm.base + ENTRY, theirs: await fixedBodyServer(warm.base + ENTRY, true), target: null },
+    { name: 'warm single entry ÷ a Bun server returning the same bytes and headers', ours: warm.base + ENTRY, theirs: await fixedBodyServer(warm.base + ENTRY, 'headers'), target: null },
+    // No target: what any server answering from memory must do per request under C29 and C32, apart from our code.
+    { name: 'warm single entry ÷ a Bun server returning them doing only what the contract asks of each answer', ours: warm.base + ENTRY, theirs: contract, target: null },
   ]
   const rows: string[] = []
   for (const pair of pairs) {
@@ -100,20 +106,35 @@ async function spawnPrinted(command: string[]): Promise<number> {
 }
 
 /**
- * A Bun server of its own returning the bytes `url` answers now, with a JSON type and nothing else; with
- * `sameHeaders`, with that answer's headers instead (a hit's, copied once), and a new X-Request-Id each time, as ours.
+ * A Bun server of its own returning the bytes `url` answers now:
+ * - `bytes`: with a JSON type and nothing else;
+ * - `headers`: with that answer's headers instead (a hit's, copied once), and a new X-Request-Id each time, as ours;
+ * - `contract`: the same, doing only what the contract asks a server of every answer, the cheapest way Bun
+ *   allows: it reads the request's URL (and finds the body by it), its X-Request-Id (C29: echoed when sane,
+ *   else a new one) and its If-None-Match (C32: a 304 when it matches).
  */
-async function fixedBodyServer(url: string, sameHeaders = false): Promise<string> {
+async function fixedBodyServer(url: string, kind: 'bytes' | 'headers' | 'contract' = 'bytes'): Promise<string> {
   const file = join(tmpdir(), `vitrine-ceiling-${process.pid}-${children.length}.json`)
   bodies.push(file)
   // With our headers: a hit's (X-Cache, Age), whatever asked this URL before.
-  if (sameHeaders) await (await fetch(url)).arrayBuffer()
+  if (kind !== 'bytes') await (await fetch(url)).arrayBuffer()
   const response = await fetch(url)
   await writeFile(file, new Uint8Array(await response.arrayBuffer()))
-  const headers = sameHeaders ? Object.fromEntries([...response.headers].filter(([name]) => !['date', 'content-length', 'x-request-id'].includes(name))) : { 'content-type': 'application/json; charset=utf-8' }
-  const respond = sameHeaders
-    ? `() => { const fields = new Headers(same); fields.set('X-Request-Id', crypto.randomUUID()); return new Response(body, { headers: fields }) }`
-    : `() => new Response(body, { headers: same })`
-  const script = `const body = new Uint8Array(await Bun.file(${JSON.stringify(file)}).arrayBuffer()); const same = new Headers(${JSON.stringify(headers)}); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: ${respond} }); console.log(server.port)`
-  return `http://127.0.0.1:${await spawnPrinted(['bun', '-e', script])}/`
+  const headers = kind !== 'bytes' ? Object.fromEntries([...response.headers].filter(([name]) => !['date', 'content-length', 'x-request-id'].includes(name))) : { 'content-type': 'application/json; charset=utf-8' }
+  const respond = {
+    bytes: `() => new Response(body, { headers: same })`,
+    headers: `() => { const fields = new Headers(same); fields.set('X-Request-Id', crypto.randomUUID()); return new Response(body, { headers: fields }) }`,
+    contract: `(request) => {
+      const found = bodies.get(request.url.slice(request.url.indexOf('/', 8)))
+      if (found === undefined) return new Response(null, { status: 404 })
+      const incoming = request.headers.get('x-request-id')
+      const id = incoming && /^[A-Za-z0-9._:-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID()
+      const response = request.headers.get('if-none-match') === etag ? new Response(null, { status: 304, headers: same }) : new Response(found, { headers: same })
+      response.headers.set('X-Request-Id', id)
+      return response
+    }`,
+  }[kind]
+  const path = new URL(url).pathname + new URL(url).search
+  const script = `const body = new Uint8Array(await Bun.file(${JSON.stringify(file)}).arrayBuffer()); const bodies = new Map([[${JSON.stringify(path)}, body]]); const etag = ${JSON.stringify(response.headers.get('etag'))}; const same = new Headers(${JSON.stringify(headers)}); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: ${respond} }); console.log(server.port)`
+  return `http://127.0.0.1:${await spawnPrinted(['bun', '-e', script])}${kind === 'contract' ? path : '/'}`
 }

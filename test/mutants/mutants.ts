@@ -372,6 +372,12 @@ export const MUTANTS: Mutant[] = [
     tests: [CACHE],
   },
   {
+    id: 'hit-without-own-fields',
+    regression: "C29/C52: a hit in the same second as the one before goes without its request's own X-Request-Id (and a quota's fields)",
+    edits: [{ file: 'src/cache/answer-slot.ts', find: '      this.#ownFields(response.headers, requestId, origin, decorate)\n', replace: '' }],
+    tests: [CACHE],
+  },
+  {
     id: 'variant-outlives-answer',
     regression: 'C36/C38: an output computed from an answer that a write dropped is still served',
     edits: [{ file: 'src/cache/content-cache.ts', find: 'if (stored !== place.stored) return undefined', replace: 'if (stored !== place.stored) return ((output) => output && { output, storedAt: place.stored.storedAt, expiresAt: place.stored.expiresAt })(place.stored.value.variants.find(valueOf))' }],
