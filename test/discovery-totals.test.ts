@@ -106,9 +106,10 @@ describe('C46: term and content type totals equal the lists they count', () => {
     const categories = [await addTerm(db.sql, 'category', 'News'), await addTerm(db.sql, 'category', 'Guides')]
     const terms = [...tags, ...categories]
     const entries: number[] = []
-    // Entries that go live during the test all do at one moment per round, after that round's first check
-    // (about 0.1–0.25 s here: 1.5 s leaves it room on a loaded machine, and checkBefore says nothing of one that overran).
-    let goLive = await databaseTime(1500)
+    // Entries that go live during the test all do at one moment per round, after that round's writes and first
+    // check (0.2–0.5 s together here: 2 s leaves them room on a loaded machine; checkBefore says nothing of a
+    // check that overran, and the check after the go-live runs whatever happened before it).
+    let goLive = await databaseTime(2000)
     const someTime = () => rng.pick([null, new Date(Date.now() - rng.next() * 1e9), goLive, new Date(Date.now() + 86_400_000)])
     for (let i = 0; i < 30; i++) {
       entries.push(
@@ -122,7 +123,7 @@ describe('C46: term and content type totals equal the lists they count', () => {
     }
     await checkBefore(goLive, 'initial')
     for (let round = 0; round < 4; round++) {
-      goLive = await databaseTime(1500)
+      goLive = await databaseTime(2000)
       for (let i = 0; i < 12; i++) {
         const entry = rng.pick(entries)
         const term = rng.pick(terms)

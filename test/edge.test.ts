@@ -125,7 +125,7 @@ describe.skipIf(!VARNISHD)('C51: fresh through Varnish with CACHE_MAX_AGE=3600',
 
   test('a go-live: the list shows the entry at its second', async () => {
     await addContentType(db!.sql, 'event')
-    await addEntry(db!.sql, { type: 'event', translations: { en: { slug: 'soon' } }, publishedAt: new Date(Date.now() + 2500) })
+    await addEntry(db!.sql, { type: 'event', translations: { en: { slug: 'soon' } }, publishedAt: new Date(Date.now() + 4000) })
     await addEntry(db!.sql, { type: 'event', translations: { en: { slug: 'now' } } })
     await cachedInVarnish('/api/v1/content/event')
     await freshWithin('/api/v1/content/event', ({ body }) => body.data.length === 2, 6000)

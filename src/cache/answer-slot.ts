@@ -173,7 +173,8 @@ export class AnswerSlot {
 
   /**
    * The response to a request whose output is kept, logged as the framework logs; null when the routes must answer.
-   * `decorate` may add to its headers before it is made (C52's fields: cheaper than setting them on the response).
+   * `decorate` adds C52's fields to its headers: to the response's own copy on a hit in the same second as the
+   * one before, else before it is made.
    */
   answer(request: Request, decorate?: (headers: Headers) => void): Response | null {
     const method = request.method
