@@ -134,7 +134,8 @@ async function fixedBodyServer(url: string, kind: 'bytes' | 'headers' | 'contrac
       return response
     }`,
   }[kind]
-  const path = new URL(url).pathname + new URL(url).search
+  const { pathname, search } = new URL(url)
+  const path = pathname + search
   const script = `const body = new Uint8Array(await Bun.file(${JSON.stringify(file)}).arrayBuffer()); const bodies = new Map([[${JSON.stringify(path)}, body]]); const etag = ${JSON.stringify(response.headers.get('etag'))}; const same = new Headers(${JSON.stringify(headers)}); const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: ${respond} }); console.log(server.port)`
   return `http://127.0.0.1:${await spawnPrinted(['bun', '-e', script])}${kind === 'contract' ? path : '/'}`
 }
