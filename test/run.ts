@@ -1,0 +1,127 @@
+/**
+ * `bun run test`: the whole suite, in TEST_SHARDS `bun test` processes at
+ * once (default 2; 1 on a one-core machine). Most of a run is waiting (a
+ * retry's 5 s, a go-live's second, Chromium, a standby catching up): one
+ * process keeps a 2-core machine about 70% busy, two keep it busy and take
+ * about 60% of the time (docs/testing.md). Each shard is a plain `bun test`
+ * of its files, with the preload's own PostgreSQL (an embedded cluster, or
+ * its own databases on TEST_DATABASE_URL's server), so the shards share
+ * nothing but the machine. Files are dealt to the shards by their last
+ * recorded times on this kind of database (./support/file-times.json:
+ * `embedded`, or `server` with TEST_DATABASE_URL; a file's time differs
+ * between them), longest first, each to the shard with the least so far; a
+ * file not recorded counts as the median.
+ *
+ * Each line a shard prints is prefixed with its number (`[2] (pass) …`);
+ * the run ends with every shard's counts and the total. Exit status: 0 when
+ * every shard passed, else 1.
+ *
+ * - `bun run test FILE… | -t NAME …`: anything given is handed to one plain
+ *   `bun test` as it is (a file, a filter).
+ * - `bun run test --record-times`: the whole suite, then the files' times
+ *   written to ./support/file-times.json for this kind of database (commit
+ *   it when files were added or moved a lot).
+ * @example TEST_SHARDS=1 bun run test
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { availableParallelism, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { dealFiles, fileTimesOf } from './support/shards'
+
+const ROOT = join(import.meta.dir, '..')
+const TIMES_FILE = join(import.meta.dir, 'support', 'file-times.json')
+
+const args = process.argv.slice(2)
+const record = args.includes('--record-times')
+const passed = args.filter((arg) => arg !== '--record-times')
+
+if (passed.length > 0) {
+  const child = Bun.spawn(['bun', 'test', ...passed], { cwd: ROOT, stdio: ['inherit', 'inherit', 'inherit'] })
+  process.exit(await child.exited)
+}
+
+const shardCount = readShards(process.env.TEST_SHARDS)
+const files = await testFiles()
+const kind = process.env.TEST_DATABASE_URL ? 'server' : 'embedded'
+const recorded = JSON.parse(await readFile(TIMES_FILE, 'utf8')) as Record<'embedded' | 'server', Record<string, number>>
+const shards = dealFiles(files, recorded[kind], shardCount)
+const reports = record ? await mkdtemp(join(tmpdir(), 'vitrine-test-times-')) : null
+const started = performance.now()
+const outcomes = await Promise.all(shards.map((shard, index) => runShard(shard, index + 1, reports)))
+const seconds = (performance.now() - started) / 1000
+
+console.log(`\n${'-'.repeat(60)}`)
+for (const outcome of outcomes) console.log(`shard ${outcome.number}/${shards.length}: ${outcome.files} files, ${outcome.pass} pass, ${outcome.fail} fail, exit ${outcome.code}, ${outcome.seconds.toFixed(1)} s`)
+const total = outcomes.reduce((sum, outcome) => ({ pass: sum.pass + outcome.pass, fail: sum.fail + outcome.fail }), { pass: 0, fail: 0 })
+console.log(`${total.pass} pass, ${total.fail} fail across ${files.length} files in ${seconds.toFixed(1)} s (${shards.length} shards)`)
+
+if (reports) {
+  if (outcomes.every((outcome) => outcome.code === 0)) await writeFile(TIMES_FILE, `${JSON.stringify({ ...recorded, [kind]: await recordedTimes(reports) }, null, 2)}\n`)
+  else console.log('A shard failed: the recorded times are left as they were.')
+  await rm(reports, { recursive: true, force: true })
+}
+process.exit(outcomes.every((outcome) => outcome.code === 0) ? 0 : 1)
+
+/** TEST_SHARDS, a whole number from 1 to 16; unset, 2 (1 on a one-core machine). */
+function readShards(value: string | undefined): number {
+  if (value === undefined || value === '') return Math.min(2, availableParallelism())
+  const shards = Number(value)
+  if (!Number.isInteger(shards) || shards < 1 || shards > 16) {
+    console.error(`TEST_SHARDS must be a whole number from 1 to 16, not ${JSON.stringify(value)}.`)
+    process.exit(2)
+  }
+  return shards
+}
+
+/** The files `bun test` finds with no argument: every `*.test.ts` outside node_modules and dot folders. */
+async function testFiles(): Promise<string[]> {
+  const found: string[] = []
+  for await (const file of new Bun.Glob('**/*.test.ts').scan({ cwd: ROOT })) if (!file.startsWith('node_modules/')) found.push(file)
+  return found.sort()
+}
+
+interface ShardOutcome {
+  number: number
+  files: number
+  code: number
+  pass: number
+  fail: number
+  seconds: number
+}
+
+/** One `bun test` of the shard's files, its lines prefixed as they come. */
+async function runShard(files: string[], number: number, reports: string | null): Promise<ShardOutcome> {
+  const started = performance.now()
+  const report = reports ? ['--reporter=junit', `--reporter-outfile=${join(reports, `shard-${number}.xml`)}`] : []
+  const child = Bun.spawn(['bun', 'test', ...report, ...files.map((file) => `./${file}`)], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const counts = { pass: 0, fail: 0 }
+  const read = (stream: ReadableStream<Uint8Array>, to: NodeJS.WriteStream) =>
+    forEachLine(stream, (line) => {
+      // bun test's summary: " 329 pass", " 0 fail".
+      const summary = /^\s*(\d+) (pass|fail)$/.exec(line)
+      if (summary) counts[summary[2] as 'pass' | 'fail'] = Number(summary[1])
+      to.write(`[${number}] ${line}\n`)
+    })
+  await Promise.all([read(child.stdout, process.stdout), read(child.stderr, process.stderr)])
+  const code = await child.exited
+  return { number, files: files.length, code, ...counts, seconds: (performance.now() - started) / 1000 }
+}
+
+/** Calls `each` with every whole line of `stream`, and the last one even without its newline. */
+async function forEachLine(stream: ReadableStream<Uint8Array>, each: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder()
+  let rest = ''
+  for await (const chunk of stream) {
+    const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
+    rest = lines.pop()!
+    for (const line of lines) each(line)
+  }
+  rest += decoder.decode()
+  if (rest) each(rest)
+}
+
+/** Each file's time from the shards' JUnit reports. */
+async function recordedTimes(reports: string): Promise<Record<string, number>> {
+  const reads = [...new Bun.Glob('*.xml').scanSync(reports)].map((name) => readFile(join(reports, name), 'utf8'))
+  return fileTimesOf(await Promise.all(reads))
+}
