@@ -38,6 +38,17 @@ const REPLICA = `127.0.0.1:${standby.port}/${db.name}`
 /** Statements of the content routes (not the positions asked after each notification). */
 const contentStatements = (statements: readonly string[]) => statements.filter((statement) => !statement.includes('pg_current_wal_insert_lsn'))
 
+/**
+ * C50: the standby has replayed every position `cached` and `uncached` were given. A position is asked
+ * of the primary after each notification (and when a listener starts): one answered after the catch-up
+ * read its own position would be past it, and the replica could not serve (a flake under load). So the
+ * positions are known first, then the catch-up.
+ */
+async function caughtUp(): Promise<void> {
+  await waitFor('the notified positions of both apps', () => [cached, uncached].every((app) => app.replicas.positions.required(ANY_TYPE) !== null))
+  await standby.catchUp()
+}
+
 /** Writes a new title, and waits until `apps` have heard it (not until its WAL position is known: C36 holds from the notification on). */
 async function retitle(title: string, apps: ReplicatedTestApp[]): Promise<void> {
   const heard = apps.map((app) => app.nextChange('entry_translations'))
@@ -95,7 +106,7 @@ describe('C50: read replicas', () => {
   })
 
   test('C50: content reads reach the replica, not the primary; /readyz lists it as serving', async () => {
-    await standby.catchUp()
+    await caughtUp()
     for (const app of [cached, uncached]) {
       app.primaryStatements.length = 0
       const list = await app.get(LIST)
@@ -117,7 +128,7 @@ describe('C50: read replicas', () => {
   })
 
   test('C50, C36: while the replica does not replay, a notified write is never served stale, cached or not, nor kept stale; once it replays, answers come from it and from memory', async () => {
-    await standby.catchUp()
+    await caughtUp()
     await standby.pauseReplay()
     try {
       for (const round of [1, 2, 3]) {
@@ -133,10 +144,10 @@ describe('C50: read replicas', () => {
     } finally {
       await standby.resumeReplay()
     }
-    await standby.catchUp()
+    await caughtUp()
     const title = 'Written once replay resumed'
     await retitle(title, [cached, uncached])
-    await standby.catchUp()
+    await caughtUp()
     for (const app of [cached, uncached]) {
       app.primaryStatements.length = 0
       const first = await app.get(LIST)
@@ -198,7 +209,7 @@ describe('C50: read replicas', () => {
 
   // Last: the standby does not come back.
   test('C50, C22: a replica stopped under load costs no client an error, and leaves the rotation', async () => {
-    await standby.catchUp()
+    await caughtUp()
     const title = 'Read under load'
     await retitle(title, [cached, uncached])
     let sent = 0
