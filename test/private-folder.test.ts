@@ -25,8 +25,12 @@ async function copyCheckout(): Promise<void> {
     const mode = await stat(join(ROOT, file)).then((found) => found.mode, () => undefined)
     if (mode === undefined) continue
     await mkdir(dirname(join(checkout, file)), { recursive: true })
-    await copyFile(join(ROOT, file), join(checkout, file))
-    await chmod(join(checkout, file), mode)
+    // Another test running at once (bun run test's other shard) may remove a scratch file of its own meanwhile.
+    const copied = await copyFile(join(ROOT, file), join(checkout, file)).then(() => true, (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return false
+      throw error
+    })
+    if (copied) await chmod(join(checkout, file), mode)
   }
 }
 

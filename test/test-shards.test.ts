@@ -12,13 +12,20 @@ describe('bun run test: the suite in shards', () => {
     ])
   })
 
-  test('a file with no recorded time counts as the median; every file is dealt once; no shard is empty', () => {
+  test('a file with no recorded time counts as the median; every file is dealt once', () => {
     const times = { 'a.test.ts': 1, 'b.test.ts': 10, 'c.test.ts': 100 }
     const files = ['a.test.ts', 'b.test.ts', 'c.test.ts', 'new.test.ts']
     const shards = dealFiles(files, times, 2)
     expect(shards).toEqual([['c.test.ts'], ['a.test.ts', 'b.test.ts', 'new.test.ts']])
     expect(dealFiles(files, times, 3).flat().sort()).toEqual(files)
     expect(dealFiles(['a.test.ts'], times, 4)).toEqual([['a.test.ts']])
+  })
+
+  test('files recorded at 0 s are spread too (a tie goes to the shard with fewer files); never more shards than files', () => {
+    expect(dealFiles(['a.test.ts', 'b.test.ts', 'c.test.ts'], { 'a.test.ts': 0, 'b.test.ts': 0, 'c.test.ts': 0 }, 2)).toEqual([['a.test.ts', 'c.test.ts'], ['b.test.ts']])
+    expect(dealFiles(['a.test.ts'], {}, 3)).toEqual([['a.test.ts']])
+    // No file at all: one empty shard, which the runner does not start (`bun test` with no file runs them all).
+    expect(dealFiles([], {}, 2)).toEqual([[]])
   })
 
   test("a file's time is its own testsuite's in bun's JUnit report, not a describe's", () => {

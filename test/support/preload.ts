@@ -18,6 +18,17 @@ afterAll(async () => {
   await removeLeftovers()
   await teardownCluster()
 }, { timeout: 60_000 })
+// A run stopped by SIGTERM or SIGHUP (a cancelled CI job; `bun run test` passes them on to its shards)
+// ends as that hook would: bun test exits at once on them, and the embedded PostgreSQL kept running.
+for (const [signal, number] of [['SIGTERM', 15], ['SIGHUP', 1]] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      await removeLeftovers().catch(() => {})
+      await teardownCluster().catch(() => {})
+      process.exit(128 + number)
+    })()
+  })
+}
 
 // An extension's test in a folder outside this repository (EXTENSIONS_DIR=/srv/extensions, run with
 // `bun test /srv/extensions`) has no package.json of ours above it: give it both names as the loader gives

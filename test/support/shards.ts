@@ -6,6 +6,7 @@
 /**
  * The files in `count` shards of about equal recorded time: longest first, each to the
  * shard with the least so far (a file not recorded counts as the median of those that are).
+ * Never more shards than files (one, empty, when there is none).
  * @example dealFiles(['test/a.test.ts', 'test/b.test.ts'], { 'test/a.test.ts': 30 }, 2) // [['test/a.test.ts'], ['test/b.test.ts']]
  */
 export function dealFiles(files: readonly string[], times: Readonly<Record<string, number>>, count: number): string[][] {
@@ -14,7 +15,8 @@ export function dealFiles(files: readonly string[], times: Readonly<Record<strin
   const timeOf = (file: string) => times[file] ?? unknown
   const shards = Array.from({ length: Math.min(count, Math.max(1, files.length)) }, () => ({ seconds: 0, files: [] as string[] }))
   for (const file of [...files].sort((a, b) => timeOf(b) - timeOf(a) || a.localeCompare(b))) {
-    const lightest = shards.reduce((least, shard) => (shard.seconds < least.seconds ? shard : least))
+    // On a tie, the shard with fewer files: files recorded at 0 s are spread too.
+    const lightest = shards.reduce((least, shard) => (shard.seconds < least.seconds || (shard.seconds === least.seconds && shard.files.length < least.files.length) ? shard : least))
     lightest.seconds += timeOf(file)
     lightest.files.push(file)
   }
