@@ -2,8 +2,8 @@
  * `bun run test`: the whole suite, in TEST_SHARDS `bun test` processes at
  * once (default 2; 1 on a one-core machine). Most of a run is waiting (a
  * retry's 5 s, a go-live's second, Chromium, a standby catching up): one
- * process keeps a 2-core machine about 70% busy, two keep it busy and take
- * about 60% of the time (docs/testing.md). Each shard is a plain `bun test`
+ * process keeps a 2-core machine about 70% busy; two take about 70% of its
+ * time (docs/testing.md). Each shard is a plain `bun test`
  * of its files, with the preload's own PostgreSQL (an embedded cluster, or
  * its own databases on TEST_DATABASE_URL's server), so the shards share
  * nothing but the machine. Files are dealt to the shards by their last
