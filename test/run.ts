@@ -33,6 +33,13 @@ import { dealFiles, fileTimesOf } from './support/shards'
 
 const ROOT = join(import.meta.dir, '..')
 const TIMES_FILE = join(import.meta.dir, 'support', 'file-times.json')
+/**
+ * A hook's budget as a test's (30 s, the preload's setDefaultTimeout): Bun 1.4.5 gives hooks 5 s
+ * whatever setDefaultTimeout or bunfig.toml say, and only `--timeout` reaches them. With two shards on
+ * two cores a beforeAll that makes a database and 1 300 entries on the server took more than 5 s.
+ * Not added when the arguments hold a `--timeout` of their own (with two, bun took the larger).
+ */
+const HOOK_TIMEOUT = ['--timeout', '30000']
 
 /** The `bun test` processes running now: told when the runner is told to stop. */
 const children = new Set<Subprocess>()
@@ -58,7 +65,8 @@ async function main(args: string[]): Promise<number> {
     return 2
   }
   if (passed.length > 0) {
-    const child = Bun.spawn([process.execPath, 'test', ...passed], { cwd: ROOT, stdio: ['inherit', 'inherit', 'inherit'] })
+    const timeout = passed.some((arg) => arg === '--timeout' || arg.startsWith('--timeout=')) ? [] : HOOK_TIMEOUT
+    const child = Bun.spawn([process.execPath, 'test', ...timeout, ...passed], { cwd: ROOT, stdio: ['inherit', 'inherit', 'inherit'] })
     children.add(child)
     return child.exited
   }
@@ -119,7 +127,7 @@ interface ShardOutcome {
 async function runShard(files: string[], number: number, reports: string | null): Promise<ShardOutcome> {
   const started = performance.now()
   const report = reports ? ['--reporter=junit', `--reporter-outfile=${join(reports, `shard-${number}.xml`)}`] : []
-  const child = Bun.spawn([process.execPath, 'test', ...report, ...files.map((file) => `./${file}`)], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const child = Bun.spawn([process.execPath, 'test', ...HOOK_TIMEOUT, ...report, ...files.map((file) => `./${file}`)], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
   children.add(child)
   const counts = { pass: 0, fail: 0 }
   const read = (stream: ReadableStream<Uint8Array>, to: NodeJS.WriteStream) =>
