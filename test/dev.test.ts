@@ -1,26 +1,29 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createTestDatabase } from './support/database'
+import { removeFileAtEnd, temporaryFolder } from './support/leftovers'
 import { addEntry } from './support/fixtures'
 import { ROOT, startService, type RunningService } from './support/service'
 import { waitFor } from './support/wait'
 
 // `bun run dev` (src/cli/dev.ts): real processes, real PostgreSQL.
-const folders: string[] = []
+const folders: { remove(): Promise<void> }[] = []
 const running: RunningService[] = []
-const touched: string[] = []
+const touched: { path: string; registered: { done(): void } }[] = []
 afterAll(async () => {
-  for (const file of touched) await rm(file, { force: true })
+  for (const file of touched) {
+    await rm(file.path, { force: true })
+    file.registered.done()
+  }
   for (const service of running) if (service.process.exitCode === null) await service.stop()
-  for (const folder of folders) await rm(folder, { recursive: true, force: true })
+  for (const folder of folders) await folder.remove()
 })
 
 async function tempFolder(prefix: string): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), prefix))
+  const folder = await temporaryFolder(prefix)
   folders.push(folder)
-  return folder
+  return folder.path
 }
 
 async function startDev(env: Record<string, string>): Promise<RunningService> {
@@ -78,7 +81,7 @@ describe('bun run dev', () => {
 
     // A file of the service's own changes: a fresh process, not the spare (its modules are out of date).
     const source = join(ROOT, 'src', `dev-test-${process.pid}.txt`)
-    touched.push(source)
+    touched.push({ path: source, registered: removeFileAtEnd(source) })
     const servedBefore = dev.output().split('"msg":"Vitrine is serving').length
     await writeFile(source, 'a change under src/')
     await dev.waitForOutput(/"changed":\["src\/dev-test-\d+\.txt"\],"spare":false/)

@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readdir } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { connectDatabase } from '../src/db/connect'
 import { seedDemo } from '../src/demo/seed-demo'
@@ -12,6 +11,7 @@ import { testApp } from './support/app'
 import { cachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
 import { eventTestApp } from './support/event-stream'
+import { temporaryFolder } from './support/leftovers'
 
 /**
  * Issue 31: the documentation runs. Every `curl` line of README.md, docs/*.md and
@@ -233,7 +233,8 @@ describe('every example under examples/ and src/hooks/examples/ loads and runs',
   })
 
   test('examples/sync-folder.ts copies the demo posts, as docs/sync-and-events.md says, then has nothing new', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'vitrine-documentation-'))
+    const temporary = await temporaryFolder('vitrine-documentation-')
+    const folder = temporary.path
     try {
       const options = { baseUrl: 'http://localhost:3000', type: 'post', folder, fetch: (url: string) => api.app.handle(new Request(url)) }
       const shown = /^full sync: (\d+) written, 0 removed$/m.exec(await Bun.file(join(DOCS, 'sync-and-events.md')).text())
@@ -242,7 +243,7 @@ describe('every example under examples/ and src/hooks/examples/ loads and runs',
       expect(Number(shown?.[1])).toBe(body.meta.total)
       expect(await syncFolder(options)).toEqual({ written: 0, removed: 0, fresh: false })
     } finally {
-      await rm(folder, { recursive: true, force: true })
+      await temporary.remove()
     }
   })
 

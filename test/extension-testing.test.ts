@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { t, type ContentItemFilter } from '#vitrine/extension'
 import { extensionTestKit, type ExtensionTestKit } from '#vitrine/extension/testing'
+import { removeAtEnd, temporaryFolder } from './support/leftovers'
 import { ROOT } from './support/service'
 
 // The kit's own tests (issue 37): what it serves is what the service serves.
@@ -130,7 +130,8 @@ describe('#vitrine/extension/testing', () => {
   }, KIT_TIMEOUT_MS)
 
   test('an extension and its test in a folder outside this repository, run with bun test from here', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'vitrine-outside-'))
+    const temporary = await temporaryFolder('vitrine-outside-')
+    const folder = temporary.path
     try {
       await writeFile(join(folder, '10-flag.ts'), [
         "import { defineExtension, t } from '#vitrine/extension'",
@@ -144,10 +145,16 @@ describe('#vitrine/extension/testing', () => {
         "test('flags', async () => expect((await kit.item({ type: 'post', slug: 'shipping-a-content-api' }))?.outside).toBe(true))",
       ].join('\n'))
       const run = Bun.spawn(['bun', 'test', join(folder, '10-flag.test.ts')], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+      // A run stopped meanwhile stops this one too (its preload then removes its cluster).
+      const registered = removeAtEnd(async () => {
+        run.kill('SIGTERM')
+        await run.exited
+      })
       const [stdout, stderr, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+      registered.done()
       expect({ code, output: `${stdout}${stderr}` }).toMatchObject({ code: 0, output: expect.stringContaining('1 pass') })
     } finally {
-      await rm(folder, { recursive: true, force: true })
+      await temporary.remove()
     }
   }, 120_000)
 })

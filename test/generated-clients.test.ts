@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createClient as generateHeyApiClient } from '@hey-api/openapi-ts'
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript'
-import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { cp } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createApp } from '../src/app'
 import { serveApp } from '../src/http/serve'
@@ -11,6 +11,7 @@ import { createLogger } from '../src/log'
 import { createTestDatabase } from './support/database'
 import { addEntry, addLanguage } from './support/fixtures'
 import { readingTime, registryOf } from './support/openapi'
+import { temporaryFolder } from './support/leftovers'
 import { ROOT } from './support/service'
 
 /**
@@ -27,12 +28,13 @@ const sql = connectDatabase(db.url)
 const app = serveApp(createApp({ sql, config, log: createLogger('silent'), filters: await registryOf(readingTime) }), { port: 0, hostname: '127.0.0.1', log: createLogger('silent') })
 const baseUrl = `http://127.0.0.1:${app.port}`
 // Inside the repository, so that the generated code finds node_modules; one folder per run.
-const workdir = await mkdtemp(join(ROOT, 'test', '.generated-clients-'))
+const temporary = await temporaryFolder('.generated-clients-', join(ROOT, 'test'))
+const workdir = temporary.path
 afterAll(async () => {
   await app.stop(true)
   await sql.end()
   await db.sql.end()
-  await rm(workdir, { recursive: true, force: true })
+  await temporary.remove()
 })
 
 describe('clients generated from the served document', () => {

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { chmod, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { chmod } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { CONTENT_ITEM_HOOK, t, type ContentItemFilter, type EntryModel, type FilterContext, type FilterOptions } from '../src/hooks/extension'
 import { loadExtensions } from '../src/hooks/loader'
@@ -8,6 +7,7 @@ import { FilterRegistry } from '../src/hooks/registry'
 import { createTestDatabase } from './support/database'
 import { testApp, type TestApp } from './support/app'
 import { addAuthor, addEntry, addImage, addLanguage, addTerm } from './support/fixtures'
+import { temporaryFolder } from './support/leftovers'
 import { ROOT, runScript } from './support/service'
 
 const db = await createTestDatabase()
@@ -312,11 +312,13 @@ describe('the guide, src/hooks/README.md', () => {
 
 describe('the extension loader', () => {
   let dir: string
+  let temporary: Awaited<ReturnType<typeof temporaryFolder>>
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'vitrine-extensions-'))
+    temporary = await temporaryFolder('vitrine-extensions-')
+    dir = temporary.path
     await chmod(dir, 0o755)
   })
-  afterAll(() => rm(dir, { recursive: true, force: true }))
+  afterAll(() => temporary.remove())
 
   test('loads every *.ts file in file-name order; registration order follows', async () => {
     const extension = (name: string) => [

@@ -1,9 +1,11 @@
+import { readFileSync, rmSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../../src/db/connect'
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/db/embedded'
 import { migrate } from '../../src/db/migrate'
+import { whileRunning } from './leftovers'
 
 /**
  * The PostgreSQL this test run uses: a fresh database on the server named by
@@ -55,7 +57,39 @@ export async function provisionCluster(): Promise<void> {
  * An embedded cluster goes as a whole. On a server, every database this run
  * created is dropped; one that cannot be is reported, never left behind unsaid.
  */
-export async function teardownCluster(): Promise<void> {
+export function teardownCluster(): Promise<void> {
+  // A signal's handler and the last hook may both call it (test/support/preload.ts): the second waits for the first.
+  tearingDown ??= tearDown()
+  return tearingDown
+}
+
+let tearingDown: Promise<void> | undefined
+
+/**
+ * The embedded cluster stopped (immediate shutdown) and removed at once, without giving up the thread:
+ * for a signal's handler, while tests still run. bun test may end the run by itself meanwhile (a test
+ * file failing at its top level, its cluster gone), and it does not wait for an asynchronous teardown.
+ * False when the run uses a server: its databases need statements (teardownCluster).
+ */
+export function removeEmbeddedClusterNow(): boolean {
+  const current = cluster
+  if (!current?.embedded || !current.dataDir) return false
+  cluster = undefined
+  const pid = Number(readFileSync(join(current.embedded.clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+  if (pid > 0) {
+    try {
+      process.kill(pid, 'SIGQUIT')
+      for (const until = Date.now() + 10_000; Date.now() < until; Bun.sleepSync(20)) process.kill(pid, 0)
+    } catch {
+      // ESRCH: it has exited.
+    }
+  }
+  rmSync(current.embedded.clusterDir, { recursive: true, force: true })
+  rmSync(current.dataDir, { recursive: true, force: true })
+  return true
+}
+
+async function tearDown(): Promise<void> {
   if (!cluster) return
   const { admin, created, embedded, dataDir } = cluster
   cluster = undefined
@@ -84,15 +118,23 @@ export interface TestDatabase {
  * @example const db = await createTestDatabase()
  */
 export async function createTestDatabase(options: { migrated?: boolean; copyOf?: string; forTheRun?: boolean } = {}): Promise<TestDatabase> {
-  if (!cluster) throw new Error('The test cluster is not provisioned: is test/support/preload.ts preloaded?')
-  await dropFinishedFiles(cluster)
-  const name = `${RUN}_${++counter}`
-  const template = options.copyOf ?? (options.migrated === false ? 'template0' : cluster.template)
-  await cluster.admin.unsafe(`create database ${name} template ${template}`)
-  cluster.created.push(name)
-  if (!options.forTheRun) ownerOf.set(name, Bun.main)
-  const url = databaseUrl(cluster.adminUrl, name)
-  return { url, name, sql: connectDatabase(url, { max: 4 }) }
+  await whileRunning()
+  const current = cluster
+  if (!current) throw new Error('The test cluster is not provisioned: is test/support/preload.ts preloaded?')
+  try {
+    await dropFinishedFiles(current)
+    const name = `${RUN}_${++counter}`
+    const template = options.copyOf ?? (options.migrated === false ? 'template0' : current.template)
+    await current.admin.unsafe(`create database ${name} template ${template}`)
+    current.created.push(name)
+    if (!options.forTheRun) ownerOf.set(name, Bun.main)
+    const url = databaseUrl(current.adminUrl, name)
+    return { url, name, sql: connectDatabase(url, { max: 4 }) }
+  } catch (error) {
+    // The cluster torn down under it by a signal: failing now would end the run before the teardown has.
+    await whileRunning()
+    throw error
+  }
 }
 
 /** The test file (Bun.main while it runs) that created each database of this run, the template aside. */

@@ -1,3 +1,7 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
 /**
  * What the helpers start that the run must not leave running: the standby and
  * the publisher (PostgreSQL clusters), Varnish, the services. A test file
@@ -8,16 +12,77 @@
  * @example const registered = removeAtEnd(() => standby.remove()); …; registered.done()
  */
 const pending = new Set<() => Promise<void>>()
+/** The removals started, one after the other: whoever calls removeLeftovers waits for all of them. */
+let removals: Promise<void> = Promise.resolve()
+let stopping = false
 
-/** Has `remove` run at the end of the run unless `done()` said it ran already. */
+function startRemoval(remove: () => Promise<void>): void {
+  removals = removals.then(() => remove().catch(() => {}))
+}
+
+/** Has `remove` run at the end of the run unless `done()` said it ran already; at once when the run is stopping. */
 export function removeAtEnd(remove: () => Promise<void>): { done(): void } {
+  if (stopping) {
+    startRemoval(remove)
+    return { done: () => {} }
+  }
   pending.add(remove)
   return { done: () => void pending.delete(remove) }
 }
 
-/** Runs what is still registered (the preload's last hook); one failing does not keep the others from running. */
+/**
+ * A signal stops the run (the preload): bun test goes on running tests while the cluster is torn
+ * down, so what they start from now on is removed as soon as it is registered, and no new folder or
+ * database is made (`whileRunning`).
+ */
+export function stopRun(): void {
+  stopping = true
+}
+
+/**
+ * Returns at once, unless the run is stopping: then never, until the preload's handler ends the
+ * process. A test that failed at once instead would let bun test end the run, and exit before the
+ * handler has removed the cluster.
+ */
+export async function whileRunning(): Promise<void> {
+  if (stopping) await new Promise<never>(() => {})
+}
+
+/**
+ * Runs what is still registered (the preload's last hook, and its signal handler: both may run at
+ * once), and waits until every removal started so far has ended; one failing does not keep the others
+ * from running.
+ */
 export async function removeLeftovers(): Promise<void> {
-  const removals = [...pending]
+  for (const remove of pending) startRemoval(remove)
   pending.clear()
-  for (const remove of removals) await remove().catch(() => {})
+  for (let seen = removals; ; seen = removals) {
+    await seen
+    if (seen === removals) return
+  }
+}
+
+/**
+ * A new folder (`mkdtemp` of `prefix` under `parent`, the system's temporary folder by default),
+ * removed by `remove()` or, when a run ends first (a SIGTERM, `-t` that skipped the file's
+ * `afterAll`), by the preload's last hook.
+ * @example const folder = await temporaryFolder('vitrine-docs-'); try { … folder.path … } finally { await folder.remove() }
+ */
+export async function temporaryFolder(prefix: string, parent = tmpdir()): Promise<{ path: string; remove(): Promise<void> }> {
+  await whileRunning()
+  const path = await mkdtemp(join(parent, prefix))
+  const remove = () => rm(path, { recursive: true, force: true })
+  const registered = removeAtEnd(remove)
+  return {
+    path,
+    remove: async () => {
+      registered.done()
+      await remove()
+    },
+  }
+}
+
+/** A file a test writes where it must not stay (the working tree): removed at the end of the run unless `done()` said the test removed it. */
+export function removeFileAtEnd(path: string): { done(): void } {
+  return removeAtEnd(() => rm(path, { force: true }))
 }
