@@ -143,7 +143,7 @@ runCommand(async (onFailure) => {
   }
   process.on('SIGINT', () => void shutdown('SIGINT'))
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
-})
+}, { stopOnSignals: ['SIGTERM', 'SIGINT'] })
 
 /** C53: vitrine_change_listener_up hears the listener as the cache does. */
 const listenerMetric: ChangeHandlers = {

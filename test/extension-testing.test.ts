@@ -148,7 +148,7 @@ describe('#vitrine/extension/testing', () => {
       // A run stopped meanwhile stops this one too (its preload then removes its cluster).
       const registered = removeAtEnd(async () => {
         run.kill('SIGTERM')
-        await run.exited
+        if ((await Promise.race([run.exited, Bun.sleep(15_000).then(() => 'late')])) === 'late') run.kill('SIGKILL')
       })
       const [stdout, stderr, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
       registered.done()

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { startEmbeddedDatabase } from '../src/db/embedded'
 import { migrate } from '../src/db/migrate'
@@ -51,11 +52,30 @@ async function refusesConnections(url: string): Promise<boolean> {
   }
 }
 
+/**
+ * A port below Linux's range of ephemeral ports (32768 and up), free now. The outage test starts its
+ * PostgreSQL again on the same port: a port of that range, once free, can become the local port of
+ * any outgoing connection of the machine meanwhile (with two shards of tests, once it did), and
+ * PostgreSQL then could not listen on it.
+ */
+async function portForARestart(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer()
+      server.once('error', () => resolve(false))
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+    })
+    if (free) return port
+  }
+  throw new Error('No free port between 20000 and 32000.')
+}
+
 /** A PostgreSQL of the test's own, migrated, with one entry; stopped and deleted after the test. */
 async function ownDatabase(prefix: string) {
   const dataDir = await mkdtemp(join(tmpdir(), prefix))
   await chmod(dataDir, 0o755)
-  const cluster = { current: await startEmbeddedDatabase({ dataDir, preferredPort: 0 }) }
+  const cluster = { current: await startEmbeddedDatabase({ dataDir, preferredPort: await portForARestart() }) }
   cleanups.push(async () => {
     await cluster.current.stop()
     await rm(dataDir, { recursive: true, force: true })

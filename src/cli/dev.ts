@@ -125,4 +125,4 @@ runCommand(async (onFailure) => {
   }
   process.on('SIGINT', () => void shutdown())
   process.on('SIGTERM', () => void shutdown())
-})
+}, { stopOnSignals: ['SIGTERM', 'SIGINT'] })

@@ -10,29 +10,49 @@ const EXPECTED = [ConfigError, EmbeddedDatabaseError, NotEmptyError, ExtensionLo
 /** How long a failed start waits for what it had set up to stop (an embedded PostgreSQL stops in about a second). */
 const CLEANUP_MS = 10_000
 
+/** The exit status of a process ended by each signal a command may stop on while it starts (128 + its number). */
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const
+
 /**
  * Runs a command-line entry point. Whatever stops it before `main` has resolved (the service is serving, the
  * command is done) is one line on stderr and exit status 1, a fault thrown outside `main`'s promises too: a
  * child process that cannot be spawned reports it as an uncaught exception, and the command would hang.
  * What `main` set up and hands to `onFailure` (an embedded PostgreSQL) is stopped first, whatever the
  * fault: one thrown outside `main` leaves it nothing to clean up itself.
- * @example runCommand(async (onFailure) => { const db = await start(); onFailure(() => db.stop()); … })
+ *
+ * With `stopOnSignals`, one of those signals while it starts (before `main` has installed a handler of its
+ * own for it) stops it the same way, with one line and 128 + the signal's number: a `docker stop` during a
+ * first start (initdb, migrations, the demo) would otherwise end the process at once and leave its embedded
+ * PostgreSQL running. Interactive commands (`bun run psql`) leave SIGINT to their child.
+ * @example runCommand(async (onFailure) => { const db = await start(); onFailure(() => db.stop()); … }, { stopOnSignals: ['SIGTERM'] })
  */
-export function runCommand(main: (onFailure: (cleanup: () => Promise<unknown>) => void) => Promise<void>): void {
+export function runCommand(main: (onFailure: (cleanup: () => Promise<unknown>) => void) => Promise<void>, { stopOnSignals = [] as (keyof typeof SIGNAL_EXIT)[] } = {}): void {
   const cleanups: (() => Promise<unknown>)[] = []
   let failing = false
-  const fail = async (error: unknown) => {
-    console.error(`vitrine: ${describeFailure(error)}`)
+  const stop = async (line: string, code: number) => {
+    console.error(`vitrine: ${line}`)
     if (failing) return
     failing = true
     await Promise.race([Promise.allSettled(cleanups.map((cleanup) => cleanup())), Bun.sleep(CLEANUP_MS)])
-    process.exit(1)
+    process.exit(code)
   }
+  const fail = (error: unknown) => stop(describeFailure(error), 1)
+  const signalled = Object.fromEntries(
+    stopOnSignals.map((signal) => [
+      signal,
+      () => {
+        // main's own handler, once installed, stops the service its way.
+        if (process.listenerCount(signal) === 1) void stop(`stopped by ${signal} while starting.`, SIGNAL_EXIT[signal])
+      },
+    ]),
+  )
+  for (const [signal, listener] of Object.entries(signalled)) process.on(signal, listener)
   process.on('uncaughtException', fail)
   process.on('unhandledRejection', fail)
   main((cleanup) => cleanups.push(cleanup)).then(() => {
     process.off('uncaughtException', fail)
     process.off('unhandledRejection', fail)
+    for (const [signal, listener] of Object.entries(signalled)) process.off(signal, listener)
   }, fail)
 }
 

@@ -946,6 +946,12 @@ export const MUTANTS: Mutant[] = [
     tests: SEARCH_BOX,
   },
   {
+    id: 'signal-while-starting',
+    regression: 'A SIGTERM while the service starts ends the process at once: its embedded PostgreSQL keeps running',
+    edits: [{ file: 'src/cli/run.ts', find: '  for (const [signal, listener] of Object.entries(signalled)) process.on(signal, listener)\n', replace: '' }],
+    tests: ['test/startup.test.ts'],
+  },
+  {
     id: 'search-prefixes-exact-kept',
     regression: 'C55/C56: the three-letter word deleted from a text leaves its score in search_prefixes: the entry still ranks as an exact match',
     edits: [{ file: 'sql/migrations/0016_search_prefixes.sql', find: '      exact = case when g.exact then null else k.exact end,', replace: '      exact = k.exact,' }],

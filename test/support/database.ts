@@ -75,18 +75,37 @@ export function removeEmbeddedClusterNow(): boolean {
   const current = cluster
   if (!current?.embedded || !current.dataDir) return false
   cluster = undefined
-  const pid = Number(readFileSync(join(current.embedded.clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0])
-  if (pid > 0) {
-    try {
+  try {
+    const pid = Number(readFileSync(join(current.embedded.clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    if (pid > 0) {
       process.kill(pid, 'SIGQUIT')
-      for (const until = Date.now() + 10_000; Date.now() < until; Bun.sleepSync(20)) process.kill(pid, 0)
-    } catch {
-      // ESRCH: it has exited.
+      for (const until = Date.now() + 10_000; Date.now() < until && running(pid); ) Bun.sleepSync(20)
     }
+  } catch {
+    // No postmaster.pid (it has stopped), or ESRCH: it has exited.
   }
   rmSync(current.embedded.clusterDir, { recursive: true, force: true })
   rmSync(current.dataDir, { recursive: true, force: true })
   return true
+}
+
+/**
+ * Whether a process runs. PostgreSQL is a child of this process, which reaps it only when the event
+ * loop turns: exited meanwhile, it is a zombie, which `process.kill(pid, 0)` still finds (Linux).
+ */
+function running(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0]
+    return state !== 'Z' && state !== 'X'
+  } catch {
+    // No /proc (not Linux): signal 0 says whether it exists.
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
 }
 
 async function tearDown(): Promise<void> {

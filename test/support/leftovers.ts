@@ -54,7 +54,8 @@ export async function whileRunning(): Promise<void> {
  * from running.
  */
 export async function removeLeftovers(): Promise<void> {
-  for (const remove of pending) startRemoval(remove)
+  // The last registered first: a service before the folder its database is in.
+  for (const remove of [...pending].reverse()) startRemoval(remove)
   pending.clear()
   for (let seen = removals; ; seen = removals) {
     await seen
@@ -71,7 +72,8 @@ export async function removeLeftovers(): Promise<void> {
 export async function temporaryFolder(prefix: string, parent = tmpdir()): Promise<{ path: string; remove(): Promise<void> }> {
   await whileRunning()
   const path = await mkdtemp(join(parent, prefix))
-  const remove = () => rm(path, { recursive: true, force: true })
+  // Retried: a process stopped just before may still be writing in it (ENOTEMPTY).
+  const remove = () => rm(path, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 })
   const registered = removeAtEnd(remove)
   return {
     path,

@@ -34,6 +34,13 @@ export interface RunningService {
 export async function startService(env: Record<string, string>, { timeoutMs = 60_000, keepOutput = true, cwd = ROOT, script = 'start', direct = false } = {}): Promise<RunningService> {
   const argv = direct ? [process.execPath, join(ROOT, 'src', 'main.ts')] : ['bun', 'run', '--silent', script]
   const child = Bun.spawn(argv, { cwd, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  // Registered at once, not once serving: started at a file's top level, it must not outlive a `bun test -t`
+  // run that skips the file's afterAll, nor a run stopped by a signal while it starts (it would go on
+  // writing its cluster into a folder already removed).
+  const registered = removeAtEnd(async () => {
+    child.kill('SIGTERM')
+    await Promise.race([child.exited, Bun.sleep(5000)])
+  })
   let text = ''
   let started = false
   const collect = async (stream: ReadableStream<Uint8Array>) => {
@@ -56,6 +63,7 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
   try {
     await waitForOutput(/"url":"http[^"]+"/, timeoutMs)
   } catch (error) {
+    registered.done()
     // SIGTERM first: `bun run` passes it on to the service; a SIGKILL would end `bun run` alone and leave the service running.
     child.kill('SIGTERM')
     if ((await Promise.race([child.exited, Bun.sleep(5000).then(() => 'waited')])) === 'waited') child.kill('SIGKILL')
@@ -63,11 +71,6 @@ export async function startService(env: Record<string, string>, { timeoutMs = 60
   }
   const url = /"url":"(http[^"]+)"/.exec(text)![1]
   started = true
-  // Started at a file's top level, it must not outlive a `bun test -t` run that skips the file's afterAll.
-  const registered = removeAtEnd(async () => {
-    child.kill('SIGTERM')
-    await Promise.race([child.exited, Bun.sleep(5000)])
-  })
   return {
     url,
     process: child,
