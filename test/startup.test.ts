@@ -14,6 +14,16 @@ const dataDir = await mkdtemp(join(tmpdir(), 'vitrine-start-'))
 await chmod(dataDir, 0o755)
 afterAll(() => rm(dataDir, { recursive: true, force: true }))
 
+/** Whether a process runs (one the test does not own: a stray PostgreSQL is no child of the test's, never a zombie of it). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 async function getJson(url: string) {
   const response = await fetch(url)
   return { status: response.status, body: (await response.json()) as any }
@@ -76,14 +86,6 @@ describe('bun run start without DATABASE_URL', () => {
   }, 120_000)
 
   test('a fault thrown outside any promise once the embedded PostgreSQL runs: one line, and that PostgreSQL is stopped before the exit', async () => {
-    const running = (pid: number) => {
-      try {
-        process.kill(pid, 0)
-        return true
-      } catch {
-        return false
-      }
-    }
     // The fault must land while the cluster runs. Once (in one CI run of 516 tests, not reproduced since) the start
     // ended within 140 ms, before any cluster ran: such a run is said, with its output, and made again (at most 3).
     for (let attempt = 1; ; attempt++) {
@@ -122,14 +124,6 @@ describe('bun run start without DATABASE_URL', () => {
   }, 180_000)
 
   test('a SIGTERM while the first start runs (its embedded PostgreSQL up, the migrations or the demo loading): one line, exit 143, and that PostgreSQL is stopped', async () => {
-    const running = (pid: number) => {
-      try {
-        process.kill(pid, 0)
-        return true
-      } catch {
-        return false
-      }
-    }
     // A data folder of its own: its first start leaves time between the cluster's start and serving. A start
     // that served before the signal came proves nothing: said, and made again (at most 3).
     for (let attempt = 1; ; attempt++) {
