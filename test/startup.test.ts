@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { runningEmbeddedUrl } from '../src/db/embedded'
 import { seedDemo } from '../src/demo/seed-demo'
 import { createTestDatabase, type TestDatabase } from './support/database'
-import { temporaryFolder } from './support/leftovers'
+import { removeAtEnd, temporaryFolder } from './support/leftovers'
 import { cleanEnv, ROOT, runScript, startService } from './support/service'
 import { waitFor } from './support/wait'
 
@@ -123,7 +123,7 @@ describe('bun run start without DATABASE_URL', () => {
     }
   }, 180_000)
 
-  test('a SIGTERM while the first start runs (its embedded PostgreSQL up, the migrations or the demo loading): one line, exit 143, and that PostgreSQL is stopped', async () => {
+  test('a SIGTERM while the first start migrates or loads the demo (its embedded PostgreSQL ready): one line, exit 143, and that PostgreSQL is stopped', async () => {
     // A data folder of its own: its first start leaves time between the cluster's start and serving. A start
     // that served before the signal came proves nothing: said, and made again (at most 3).
     for (let attempt = 1; ; attempt++) {
@@ -131,13 +131,20 @@ describe('bun run start without DATABASE_URL', () => {
       await chmod(folder.path, 0o755)
       const pidFile = join(folder.path, 'data', 'postgres', 'postmaster.pid')
       const child = Bun.spawn(['bun', 'run', '--silent', 'start'], { cwd: ROOT, env: cleanEnv({ DATA_DIR: join(folder.path, 'data'), PORT: '0' }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+      const registered = removeAtEnd(async () => {
+        child.kill('SIGKILL')
+        await child.exited
+      })
       const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()])
-      // initdb's single-user phases write a negative pid: wait for the server's own.
-      const postgresPid = async () => (existsSync(pidFile) ? Number((await Bun.file(pidFile).text()).split('\n')[0]) : 0)
-      await waitFor('the embedded PostgreSQL runs', async () => child.exitCode !== null || (await postgresPid()) > 0, 60_000)
-      const pid = await postgresPid()
+      // The server's own pid (initdb's single-user phases write a negative one) and its status line: ready, so the
+      // start is past the cluster and into the migrations or the demo.
+      // Read, not first checked: initdb's phases write and remove it.
+      const postmaster = async () => (await Bun.file(pidFile).text().catch(() => '')).split('\n')
+      await waitFor('the embedded PostgreSQL is ready', async () => child.exitCode !== null || (await postmaster())[7]?.trim() === 'ready', 60_000)
+      const pid = Number((await postmaster())[0] ?? 0)
       child.kill('SIGTERM')
       const code = await child.exited
+      registered.done()
       const [stdout, stderr] = await output
       const found = { code, stderr: stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: pid > 0 && running(pid) }
       if (found.postgresRunning) {

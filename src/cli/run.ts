@@ -18,41 +18,50 @@ const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const
  * command is done) is one line on stderr and exit status 1, a fault thrown outside `main`'s promises too: a
  * child process that cannot be spawned reports it as an uncaught exception, and the command would hang.
  * What `main` set up and hands to `onFailure` (an embedded PostgreSQL) is stopped first, whatever the
- * fault: one thrown outside `main` leaves it nothing to clean up itself.
+ * fault: one thrown outside `main` leaves it nothing to clean up itself. Once it is stopping, nothing more
+ * is said: a fault that the stop itself causes (a statement cut off) is not a second line.
  *
  * With `stopOnSignals`, one of those signals while it starts (before `main` has installed a handler of its
- * own for it) stops it the same way, with one line and 128 + the signal's number: a `docker stop` during a
- * first start (initdb, migrations, the demo) would otherwise end the process at once and leave its embedded
- * PostgreSQL running. Interactive commands (`bun run psql`) leave SIGINT to their child.
+ * own for it) stops what it had set up the same way, with one line and 128 + the signal's number: a
+ * `docker stop` during a first start (migrations, the demo) would otherwise end the process at once and
+ * leave its embedded PostgreSQL running. With nothing set up yet (a worker or `bun run dev`'s spare, which
+ * never own a database), the signal ends the process as it would have without this. The same signal again
+ * while it stops ends it at once. Interactive commands (`bun run psql`) leave SIGINT to their child.
  * @example runCommand(async (onFailure) => { const db = await start(); onFailure(() => db.stop()); … }, { stopOnSignals: ['SIGTERM'] })
  */
 export function runCommand(main: (onFailure: (cleanup: () => Promise<unknown>) => void) => Promise<void>, { stopOnSignals = [] as (keyof typeof SIGNAL_EXIT)[] } = {}): void {
   const cleanups: (() => Promise<unknown>)[] = []
-  let failing = false
-  const stop = async (line: string, code: number) => {
+  let stopping: string | undefined
+  const stop = async (why: string, line: string, code: number) => {
+    if (stopping) return
+    stopping = why
     console.error(`vitrine: ${line}`)
-    if (failing) return
-    failing = true
     await Promise.race([Promise.allSettled(cleanups.map((cleanup) => cleanup())), Bun.sleep(CLEANUP_MS)])
     process.exit(code)
   }
-  const fail = (error: unknown) => stop(describeFailure(error), 1)
-  const signalled = Object.fromEntries(
-    stopOnSignals.map((signal) => [
-      signal,
-      () => {
-        // main's own handler, once installed, stops the service its way.
-        if (process.listenerCount(signal) === 1) void stop(`stopped by ${signal} while starting.`, SIGNAL_EXIT[signal])
-      },
-    ]),
-  )
+  const fail = (error: unknown) => stop('fault', describeFailure(error), 1)
+  const signalled = Object.fromEntries(stopOnSignals.map((signal) => [signal, () => onSignal(signal)]))
+  const forget = () => {
+    for (const [signal, listener] of Object.entries(signalled)) process.off(signal, listener)
+  }
+  const onSignal = (signal: keyof typeof SIGNAL_EXIT) => {
+    // main's own handler, once installed, stops the service its way.
+    if (process.listenerCount(signal) > 1) return
+    if (stopping === signal) process.exit(SIGNAL_EXIT[signal])
+    if (!stopping && cleanups.length === 0) {
+      forget()
+      process.kill(process.pid, signal)
+      return
+    }
+    void stop(signal, `stopped by ${signal} while starting.`, SIGNAL_EXIT[signal])
+  }
   for (const [signal, listener] of Object.entries(signalled)) process.on(signal, listener)
   process.on('uncaughtException', fail)
   process.on('unhandledRejection', fail)
   main((cleanup) => cleanups.push(cleanup)).then(() => {
     process.off('uncaughtException', fail)
     process.off('unhandledRejection', fail)
-    for (const [signal, listener] of Object.entries(signalled)) process.off(signal, listener)
+    forget()
   }, fail)
 }
 

@@ -72,8 +72,18 @@ export async function removeLeftovers(): Promise<void> {
 export async function temporaryFolder(prefix: string, parent = tmpdir()): Promise<{ path: string; remove(): Promise<void> }> {
   await whileRunning()
   const path = await mkdtemp(join(parent, prefix))
-  // Retried: a process stopped just before may still be writing in it (ENOTEMPTY).
-  const remove = () => rm(path, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 })
+  const remove = async () => {
+    // Tried again: a process stopped just before may still be writing in it (ENOTEMPTY). By hand, not with rm's
+    // maxRetries, which a runtime may accept without retrying.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await rm(path, { recursive: true, force: true })
+      } catch (error) {
+        if (attempt >= 20 || !['ENOTEMPTY', 'EBUSY'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error
+        await Bun.sleep(100)
+      }
+    }
+  }
   const registered = removeAtEnd(remove)
   return {
     path,
