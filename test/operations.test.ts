@@ -1,9 +1,8 @@
 import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { startEmbeddedDatabase } from '../src/db/embedded'
+import { isPortFree, startEmbeddedDatabase } from '../src/db/embedded'
 import { migrate } from '../src/db/migrate'
 import { connectDatabase, withDeadline } from '../src/db/connect'
 import { createTestDatabase } from './support/database'
@@ -61,12 +60,7 @@ async function refusesConnections(url: string): Promise<boolean> {
 async function portForARestart(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000)
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer()
-      server.once('error', () => resolve(false))
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
-    })
-    if (free) return port
+    if (await isPortFree(port)) return port
   }
   throw new Error('No free port between 20000 and 32000.')
 }

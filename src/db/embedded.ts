@@ -249,7 +249,8 @@ async function pickPort(preferred: number): Promise<number> {
   return preferred > 0 && (await isPortFree(preferred)) ? preferred : await freePort()
 }
 
-function isPortFree(port: number): Promise<boolean> {
+/** Whether nobody listens on `port` at 127.0.0.1 right now. */
+export function isPortFree(port: number): Promise<boolean> {
   return new Promise((resolveFree) => {
     const server = createServer()
     server.once('error', () => resolveFree(false))
