@@ -6,8 +6,11 @@
  * 2-core machine throughput moves by ±10% from run to run; CPU per request moves far less, and says
  * which side of the database and the process a change moved (issue 45). Linux only.
  * PATH (default the uncached single entry) is asked of both; BENCH_ENV (JSON, default
- * `{"CACHE":"off"}`) is each service's environment; BENCH_SECONDS (default 3) each measurement;
- * DATABASE_URL the server (unset: the embedded PostgreSQL).
+ * `{"CACHE":"off"}`) is each service's environment, BENCH_ENV_B (merged over it) the second's; BENCH_SECONDS (default 3) each measurement;
+ * DATABASE_URL the server (unset: the embedded PostgreSQL). BENCH_PIN=1 puts both services on the
+ * second CPU and everything else (wrk, this script, every PostgreSQL process) on the first, for the
+ * run's length: a service's CPU per request is then not disturbed by the others (the PostgreSQL
+ * processes are given both CPUs back at the end).
  * @example git worktree add /tmp/before HEAD~1 && ln -s $PWD/node_modules /tmp/before/ && bun run bench:cpu-ab /tmp/before .
  */
 import { readdirSync, readFileSync } from 'node:fs'
@@ -25,6 +28,8 @@ if (!first || !second) {
 const SECONDS = Math.max(1, Number(process.env.BENCH_SECONDS ?? 3))
 const ROUNDS = readRounds(process.env.BENCH_ROUNDS, 6)
 const ENV = JSON.parse(process.env.BENCH_ENV ?? '{"CACHE":"off"}') as Record<string, string>
+/** The second service's environment: BENCH_ENV_B, merged over BENCH_ENV (one checkout, two settings: `bun run bench:cpu-ab . .`). */
+const ENV_B = { ...ENV, ...(JSON.parse(process.env.BENCH_ENV_B ?? '{}') as Record<string, string>) }
 
 /** Nanoseconds on a CPU of a process, every thread of it; 0 once it is gone. */
 function cpuOf(pid: number): number {
@@ -40,10 +45,9 @@ function cpuOf(pid: number): number {
 /** Nanoseconds on a CPU of every PostgreSQL process (backends, and the server's own). */
 function postgresCpu(): number {
   let total = 0
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue
+  for (const pid of postgresPids()) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) total += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+      total += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
     } catch {
       // A process that ended meanwhile.
     }
@@ -51,11 +55,41 @@ function postgresCpu(): number {
   return total
 }
 
+/** Every PostgreSQL process of the machine. */
+function postgresPids(): number[] {
+  const pids: number[] = []
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) pids.push(Number(pid))
+    } catch {
+      // A process that ended meanwhile.
+    }
+  }
+  return pids
+}
+
+/** Every thread of each process on these CPUs (`taskset -a`); a process that ended meanwhile is skipped. */
+function pin(pids: number[], cpus: string): void {
+  for (const pid of pids) Bun.spawnSync(['taskset', '-apc', cpus, String(pid)], { stdout: 'ignore', stderr: 'ignore' })
+}
+
+const PIN = process.env.BENCH_PIN === '1'
+
 const { admin, target, close } = await setUpBench()
 const services: { name: string; service: BenchService }[] = []
 try {
   const database = await ensureBenchDatabase(admin, target.url, 100_000)
-  for (const directory of [first, second]) services.push({ name: directory, service: await startBenchService({ databaseUrl: database.url, directory: resolve(directory), env: ENV }) })
+  for (const [index, directory] of [first, second].entries()) {
+    const env = index === 0 ? ENV : ENV_B
+    // The same checkout twice is told apart by its settings.
+    const name = first === second ? `${directory} ${JSON.stringify(env)}` : directory
+    services.push({ name, service: await startBenchService({ databaseUrl: database.url, directory: resolve(directory), env }) })
+  }
+  if (PIN) {
+    pin([process.pid, ...postgresPids()], '0')
+    pin(services.map(({ service }) => service.process.pid), '1')
+  }
   const runs = new Map(services.map(({ name }) => [name, { rps: [] as number[], service: [] as number[], postgres: [] as number[] }]))
   for (const { service } of services) await load(LOAD_TOOL, service.base + path, 1)
   for (let round = 0; round < ROUNDS; round++) {
@@ -69,14 +103,16 @@ try {
       run.postgres.push((postgresCpu() - postgres0) / 1000 / requests)
     }
   }
-  console.log(`\`${path}\`, ${LOAD_TOOL} at 32 connections, ${SECONDS} s a measurement, ${ROUNDS} rounds alternating, medians; CPU per request:\n`)
+  console.log(`\`${path}\`, ${LOAD_TOOL} at 32 connections, ${SECONDS} s a measurement, ${ROUNDS} rounds alternating, medians (least–most)${PIN ? ', the services on a CPU of their own' : ''}; CPU per request:\n`)
   console.log('| checkout | req/s | ÷ A | service µs | PostgreSQL µs |\n| --- | ---: | ---: | ---: | ---: |')
-  const base = median(runs.get(first)!.rps)
+  const base = median(runs.get(services[0]!.name)!.rps)
+  const spread = (values: number[]) => `${median(values).toFixed(1)} (${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)})`
   for (const { name } of services) {
     const run = runs.get(name)!
-    console.log(`| ${name} | ${Math.round(median(run.rps))} | ${(median(run.rps) / base).toFixed(3)} | ${median(run.service).toFixed(1)} | ${median(run.postgres).toFixed(1)} |`)
+    console.log(`| ${name} | ${Math.round(median(run.rps))} | ${(median(run.rps) / base).toFixed(3)} | ${spread(run.service)} | ${spread(run.postgres)} |`)
   }
 } finally {
+  if (PIN) pin(postgresPids(), '0,1')
   for (const { service } of services) service.process.kill('SIGTERM')
   await Promise.all(services.map(({ service }) => service.process.exited))
   await close()
