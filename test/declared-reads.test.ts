@@ -135,8 +135,11 @@ describe('the statement loads what the callbacks declare (C54)', () => {
       const page = await listLiveEntries(db.sql, { ...options, model })
       const entry = await findLiveEntryBySlug(db.sql, { type: 'post', lang: undefined, slug: 'hello', model })
       for (const row of [page.rows[0]!, entry.row!]) {
-        expect(Object.keys(row.model!)).toEqual(['content_type', 'updated_at', 'author_id', 'featured_image_id', ...relations])
+        // The content type is the statement's, read once and given to every row (issue 45).
+        expect(Object.keys(row.model!)).toEqual(['updated_at', 'author_id', 'featured_image_id', ...relations, 'content_type'])
+        expect(row.model!.content_type).toEqual({ id: expect.any(Number), slug: 'post', name: expect.any(String) })
       }
+      expect(page.rows.every((row) => row.model!.content_type === page.rows[0]!.model!.content_type)).toBe(true)
     }
     const lean = await listLiveEntries(db.sql, options)
     expect(lean.rows[0]!.model).toBeUndefined()

@@ -81,6 +81,38 @@ describe('the filter hook service/api/content-item', () => {
     expect(overlap).toBe(false)
   })
 
+  test('C24: an item whose callback returns a promise goes on with the next callback once it settles; items that return at once keep their place', async () => {
+    const later = { schema: { add: { waited: t.Boolean() } } }
+    const next = { schema: { add: { after: t.String() } } }
+    const api = apiWith([
+      [(data) => (data.id === full ? Bun.sleep(10).then(() => ({ ...data, waited: true })) : { ...data, waited: false }), later],
+      [(data) => ({ ...data, after: `${data.waited}` }), next],
+    ])
+    const list = await api.get('/api/v1/content/post')
+    expect(list.body.data.map((item: any) => [item.id, item.waited, item.after])).toEqual([[full, true, 'true'], [bare, false, 'false']])
+    expect(Object.keys(list.body.data[0]).slice(-2)).toEqual(['waited', 'after'])
+  })
+
+  test('C23: an item that fails at once while another still waits fails the request, and the waiting one leaves no unhandled rejection', async () => {
+    const unhandled: unknown[] = []
+    const heard = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', heard)
+    try {
+      // The list's first item is `full`: it waits, then fails; the second fails at once.
+      const api = apiWith([[function mixed(data) {
+        if (data.id === full) return Bun.sleep(20).then(() => Promise.reject(new Error('late boom')))
+        throw new Error('early boom')
+      }]])
+      const response = await api.get('/api/v1/content/post')
+      expect([response.status, response.text]).toEqual([500, '{"error":"Internal server error."}'])
+      await Bun.sleep(80)
+      expect(unhandled).toEqual([])
+      expect(api.logs.map((line) => JSON.parse(line)).find((line) => line.level === 'error')?.error.message).toMatch(/"mixed" \(#1 of test\/hooks.test.ts\) threw: early boom/)
+    } finally {
+      process.off('unhandledRejection', heard)
+    }
+  })
+
   test('C26: null makes the item null, in a list and for a single entry', async () => {
     const api = apiWith([[(data) => (data.id === full ? null : data)], [(data) => ({ ...data, after: true }), { schema: { add: { after: t.Boolean() } } }]])
     const list = await api.get('/api/v1/content/post')

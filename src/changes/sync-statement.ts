@@ -69,7 +69,7 @@ export async function readSyncPage(sql: Sql, options: SyncPageOptions): Promise<
   return {
     ...headerOf(result),
     languages,
-    rows: result.rows.map((row) => completeRow(row, languages)),
+    rows: result.rows.map((row) => completeRow(row, languages, result.content_type)),
     deleted: result.deleted,
     lastId: result.last_id,
     hasMore: result.has_more === true,
@@ -96,7 +96,7 @@ export function syncStatement(sql: Sql, options: SyncPageOptions): PendingQuery<
       where e.id in (select id from page where live)
     )
     select
-      ${resultHeader(sql)},
+      ${resultHeader(sql, true, (model ?? null) !== null)},
       (select count(*) from page_candidates) > ${limit}::int8 as has_more,
       (select max(id) from page) as last_id,
       (select coalesce(json_agg(id order by id), '[]'::json) from page where not live) as deleted,

@@ -17,4 +17,4 @@ runCommand(async (onFailure) => {
     await sql.end()
     await target.embedded?.stop()
   }
-})
+}, { stopOnSignals: ['SIGTERM', 'SIGINT'], during: '' })

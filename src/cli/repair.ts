@@ -50,7 +50,7 @@ runCommand(async (onFailure) => {
     await sql.end()
     await target.embedded?.stop()
   }
-})
+}, { stopOnSignals: ['SIGTERM', 'SIGINT'], during: '' })
 
 /** Every structure's drift, every entry included (it recomputes every search vector: minutes at a million entries). */
 async function driftOf(sql: Sql): Promise<{ structure: string; drifted: number }[]> {

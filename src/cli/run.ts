@@ -26,10 +26,15 @@ const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const
  * `docker stop` during a first start (migrations, the demo) would otherwise end the process at once and
  * leave its embedded PostgreSQL running. With nothing set up yet (a worker or `bun run dev`'s spare, which
  * never own a database), the signal ends the process as it would have without this. The same signal again
- * while it stops ends it at once. Interactive commands (`bun run psql`) leave SIGINT to their child.
+ * while it stops ends it at once. Interactive commands (`bun run psql`) leave SIGINT to their child. A
+ * command that ends by itself (`bun run migrate`) installs no handler of its own: a signal stops it so at
+ * any time, its line saying so without `while starting` (`during: ''`).
  * @example runCommand(async (onFailure) => { const db = await start(); onFailure(() => db.stop()); … }, { stopOnSignals: ['SIGTERM'] })
  */
-export function runCommand(main: (onFailure: (cleanup: () => Promise<unknown>) => void) => Promise<void>, { stopOnSignals = [] as (keyof typeof SIGNAL_EXIT)[] } = {}): void {
+export function runCommand(
+  main: (onFailure: (cleanup: () => Promise<unknown>) => void) => Promise<void>,
+  { stopOnSignals = [] as (keyof typeof SIGNAL_EXIT)[], during = 'while starting' } = {},
+): void {
   const cleanups: (() => Promise<unknown>)[] = []
   let stopping: string | undefined
   const stop = async (why: string, line: string, code: number) => {
@@ -53,7 +58,7 @@ export function runCommand(main: (onFailure: (cleanup: () => Promise<unknown>) =
       process.kill(process.pid, signal)
       return
     }
-    void stop(signal, `stopped by ${signal} while starting.`, SIGNAL_EXIT[signal])
+    void stop(signal, `stopped by ${signal}${during ? ` ${during}` : ''}.`, SIGNAL_EXIT[signal])
   }
   for (const [signal, listener] of Object.entries(signalled)) process.on(signal, listener)
   process.on('uncaughtException', fail)

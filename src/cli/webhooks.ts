@@ -83,7 +83,7 @@ runCommand(async (onFailure) => {
     await sql.end()
     await target.embedded?.stop()
   }
-})
+}, { stopOnSignals: ['SIGTERM', 'SIGINT'], during: '' })
 
 type Parsed =
   | { command: 'add'; url: string; types: string[] | null; debounceMs: number; secret: boolean }

@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
 import { StatementTexts } from '../db/statement-text'
 import { READ_EVERY_TIME, type NextGoLives } from '../cache/next-go-lives'
-import { alternatesOf, completeRow, entryModel, entryTerms, epochSeconds, goLiveIn, isLive, NO_DEADLINE, typeOfResult, type EntryModelRow, type EntryRow, type Languages, type RowContents } from './statement-fragments'
+import { alternatesOf, completeRow, contentTypeObject, entryModel, entryTerms, epochSeconds, goLiveIn, isLive, NO_DEADLINE, typeOfResult, type ContentTypeRow, type EntryModelRow, type EntryRow, type Languages, type RowContents } from './statement-fragments'
 
 export interface EntryMatch {
   typeExists: boolean
@@ -51,6 +51,8 @@ export interface EntryResultRow extends Row {
   terms: EntryRow['terms']
   alternates?: EntryRow['alternates']
   model?: EntryModelRow
+  /** With the model: the type it shows (C25). */
+  content_type?: ContentTypeRow | null
 }
 
 /**
@@ -67,7 +69,7 @@ export async function findLiveEntryBySlug(sql: Sql, options: FindOptions): Promi
   const statement = (db: Sql) => findTexts.run(db, shape, (value) => findStatement(db, { ...options, ...value, readGoLive: goLive.read }), { type, lang, slug })
   const [result] = await runRead(sql, statement, options.timeoutMs ?? NO_DEADLINE, { answerType: typeOfResult })
   const languages = { selected: result.selected_language, default: result.default_language }
-  const row = result.id === null ? null : completeRow(entryRowOf(result, options), languages)
+  const row = result.id === null ? null : completeRow(entryRowOf(result, options), languages, result.content_type)
   const goLiveInSeconds = goLive.settle(result.type_id, result.go_live_in)
   return { typeExists: result.type_id !== null, typeId: result.type_id, goLiveInSeconds, languages, row }
 }
@@ -113,7 +115,7 @@ export function findStatement(sql: Sql, options: FindOptions & { readGoLive?: bo
       ${parts.has('featuredImage') ? sql`null::text as thumbnail, null::text as medium` : variantPaths(sql)},
       ${parts.has('terms') ? sql`null::json` : entryTerms(sql, false)} as terms
       ${alternates ? sql`, ${alternatesOf(sql)} as alternates` : sql``}
-      ${model === null ? sql`` : sql`, ${entryModel(sql, parts, { typeId: sql`type_row.id`, terms: entryTerms(sql, true) })} as model`}
+      ${model === null ? sql`` : sql`, ${entryModel(sql, parts, { terms: entryTerms(sql, true) })} as model, ${contentTypeObject(sql, sql`type_row`)} as content_type`}
     from language l
     left join content_types type_row on type_row.slug = ${type}
     left join lateral (

@@ -67,7 +67,7 @@ export function filteredListStatement(sql: Sql, options: ListOptions & { filters
       limit ${limit}::int8
     )
     select
-      ${resultHeader(sql, options.readGoLive)},
+      ${resultHeader(sql, options.readGoLive, (options.model ?? null) !== null)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
       ${entryRows(sql, options, pageOrder, relevance ? sql`'rank', e.rank::text,` : sql``, shape === 'search' ? searchHighlights(sql) : undefined)} as rows

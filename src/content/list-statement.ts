@@ -33,7 +33,7 @@ export async function listLiveEntries(sql: Sql, options: ListOptions): Promise<E
   const [result] = await runRead(sql, (db) => listStatement(db, { ...options, readGoLive: goLive.read }), options.timeoutMs ?? NO_DEADLINE, { heavy: isHeavyList(options), answerType: typeOfResult })
   const languages = languagesOf(result)
   const goLiveInSeconds = goLive.settle(result.type_id, result.go_live_in)
-  return { ...headerOf(result), goLiveInSeconds, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages)), hasMore: result.has_more === true }
+  return { ...headerOf(result), goLiveInSeconds, languages, total: result.total, rows: result.rows.map((row) => completeRow(row, languages, result.content_type)), hasMore: result.has_more === true }
 }
 
 /** From this many live entries deep, a page by number reads what it skips: its cost grows with the data (C47). */
@@ -87,7 +87,7 @@ export function listStatement(sql: Sql, options: ListOptions): PendingQuery<Resu
       limit ${limit}::int8
     )
     select
-      ${resultHeader(sql, options.readGoLive)},
+      ${resultHeader(sql, options.readGoLive, (options.model ?? null) !== null)},
       (select dated + undated from live_counts) as total,
       (select count(*) from selected_entries) > ${limit}::int8 as has_more,
       ${entryRows(sql, options)} as rows

@@ -41,7 +41,8 @@ export interface EntryRow {
 
 /** What the filter hook's model is built from: the relations of C25, those the statement was asked for (C54). */
 export interface EntryModelRow {
-  content_type: { id: number; slug: string; name: string }
+  /** The statement's type, read once for the page and shared by its rows (completeRow). */
+  content_type: ContentTypeRow
   updated_at: number
   author_id: number | null
   featured_image_id: number | null
@@ -51,6 +52,13 @@ export interface EntryModelRow {
   terms?: TermModel[]
   image?: { id: number; path: string; alt: string | null; variants: { name: string; path: string }[] } | null
   field_values?: FieldValueModel[]
+}
+
+/** A content type as the model shows it (C25). */
+export interface ContentTypeRow {
+  id: number
+  slug: string
+  name: string
 }
 
 export interface Languages {
@@ -79,6 +87,8 @@ export interface ResultRow extends Row {
   go_live_in: number | null
   selected_language: string | null
   default_language: string | null
+  /** With a model (resultHeader's `contentType`): the type the model shows, once for every row; null when the type does not exist. */
+  content_type?: ContentTypeRow | null
   total: number
   /** Lists only. */
   has_more?: boolean
@@ -116,7 +126,7 @@ export function isUndatedLive(sql: Sql): PendingQuery<Row[]> {
 export function commonTables(sql: Sql, type: string, lang: string | undefined): PendingQuery<Row[]> {
   return sql`
     content_type as (
-      select id
+      select id, slug, name
       from content_types
       where slug = ${type}
     ),
@@ -129,15 +139,24 @@ export function commonTables(sql: Sql, type: string, lang: string | undefined): 
   `
 }
 
-/** `readGoLive` false: the process knows the type's next go-live (src/cache/next-go-lives.ts), go_live_in is null. */
-export function resultHeader(sql: Sql, readGoLive = true): PendingQuery<Row[]> {
+/**
+ * `readGoLive` false: the process knows the type's next go-live (src/cache/next-go-lives.ts), go_live_in is null.
+ * `contentType`: the rows carry models, whose `content_type` is read here once for the page, not once per row (C54, issue 45).
+ */
+export function resultHeader(sql: Sql, readGoLive = true, contentType = false): PendingQuery<Row[]> {
   return sql`
     exists (select 1 from content_type) as type_exists,
     (select id from content_type) as type_id,
     ${readGoLive ? goLiveIn(sql, sql`(select id from content_type)`) : sql`null::float8`} as go_live_in,
     (select selected from language) as selected_language,
     (select fallback from language) as default_language
+    ${contentType ? sql`, (select ${contentTypeObject(sql, sql`content_type`)} from content_type) as content_type` : sql``}
   `
+}
+
+/** The model's `content_type` (C25) of the row `alias` of content_types, as JSON. */
+export function contentTypeObject(sql: Sql, alias: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  return sql`json_build_object('id', ${alias}.id, 'slug', ${alias}.slug, 'name', ${alias}.name)`
 }
 
 /** C36: seconds until the type's next go-live (an embargoed entry's `published_at`), null when none is due. */
@@ -345,11 +364,14 @@ function joinFields(sql: Sql, fields: PendingQuery<Row[]>[]): PendingQuery<Row[]
 /**
  * A row loaded with its model takes the item's translation (C14: the selected
  * language's row, else the default language's, per entry), image variants and
- * terms from the model's parts that hold them; the others came lean.
+ * terms from the model's parts that hold them; the others came lean. Its
+ * model is given the statement's `contentType`, one object for every row.
  */
-export function completeRow(row: EntryRow, languages: Languages): EntryRow {
+export function completeRow(row: EntryRow, languages: Languages, contentType: ContentTypeRow | null | undefined): EntryRow {
   const model = row.model
   if (!model) return row
+  // The model was parsed for this row alone: it is completed in place.
+  model.content_type = contentType!
   const complete = { ...row }
   const { translations, shown_translation, image, terms } = model
   if (translations || shown_translation !== undefined) {
@@ -369,14 +391,11 @@ export function completeRow(row: EntryRow, languages: Languages): EntryRow {
 
 /**
  * An entry's relations for the filter hook (C25), as EntryModelRow: its own
- * columns and content type always, each relation when `parts` has it (C54);
- * `e` is in scope. The author is the row's own (the item shows it).
+ * columns always, each relation when `parts` has it (C54); `e` is in scope.
+ * The author is the row's own (the item shows it); the content type the
+ * statement's, read once (resultHeader's `contentType`, completeRow).
  */
-export function entryModel(
-  sql: Sql,
-  parts: ReadonlySet<ModelPart>,
-  { typeId = sql`(select id from content_type)`, terms = termsOf(sql) }: { typeId?: PendingQuery<Row[]>; terms?: PendingQuery<Row[]> } = {},
-): PendingQuery<Row[]> {
+export function entryModel(sql: Sql, parts: ReadonlySet<ModelPart>, { terms = termsOf(sql) }: { terms?: PendingQuery<Row[]> } = {}): PendingQuery<Row[]> {
   const translations = sql`
       'translations', (
         select coalesce(
@@ -443,12 +462,6 @@ export function entryModel(
       )
   `
   const own = sql`
-      -- Every entry of the page has the statement's type: built once (an InitPlan), not per entry.
-      'content_type', (
-        select json_build_object('id', ct.id, 'slug', ct.slug, 'name', ct.name)
-        from content_types ct
-        where ct.id = ${typeId}
-      ),
       'updated_at', ${epochSeconds(sql, sql`e.updated_at`)},
       'author_id', e.author_id,
       'featured_image_id', e.featured_image_id

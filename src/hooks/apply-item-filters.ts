@@ -29,6 +29,8 @@ export interface FilterRun {
  * (`models[callback][item]`, C54). Items run side by side; the callbacks
  * of one item never do. A `null` ends that item's chain: the item is null (C26).
  * A volatile callback that runs marks the request's reads volatile (C38).
+ * A chain whose callbacks all return at once costs no promise per item: an
+ * item waits only from its first callback that returns a thenable (issue 45).
  * @example const data = await applyItemFilters(registry, items, modelsFor(registry.filters, rows, items, mediaBaseUrl), createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
  */
 export async function applyItemFilters(
@@ -38,7 +40,25 @@ export async function applyItemFilters(
   request: RequestContext,
   run: FilterRun,
 ): Promise<(ItemData | null)[]> {
-  return Promise.all(items.map((item, index) => filterOne(registry.filters, item, models, index, request, run)))
+  const filters = registry.filters
+  const outputs: (ItemData | null)[] = new Array(items.length)
+  const waiting: Promise<unknown>[] = []
+  try {
+    for (let index = 0; index < items.length; index++) {
+      const output = filterOne(filters, items[index]!, models, index, request, run, 0)
+      if (!(output instanceof Promise)) {
+        outputs[index] = output
+        continue
+      }
+      waiting.push(output.then((settled) => (outputs[index] = settled)))
+    }
+  } catch (error) {
+    // An item failed at once: those still waiting must not leave a rejection nobody hears.
+    for (const item of waiting) item.catch(() => {})
+    throw error
+  }
+  if (waiting.length > 0) await Promise.all(waiting)
+  return outputs
 }
 
 /**
@@ -58,45 +78,94 @@ export function schemaMismatchHandler(policy: SchemaMismatchPolicy, log: Logger)
   }
 }
 
-async function filterOne(
+/**
+ * One item's chain from the callback at `first` on: its output, or a promise of it from the first
+ * callback that returns a thenable (the rest of the chain runs when it settles).
+ */
+function filterOne(
   filters: readonly RegisteredFilter[],
-  item: Item,
+  item: ItemData,
   models: readonly (readonly EntryModel[])[],
   itemIndex: number,
-  { context, reads }: RequestContext,
-  { timeoutMs, onSchemaMismatch }: FilterRun,
-): Promise<ItemData | null> {
-  let data: ItemData = item
-  for (let filterIndex = 0; filterIndex < filters.length; filterIndex++) {
-    const filter = filters[filterIndex]
-    let result: unknown
-    if (filter.volatile) reads.volatile = true
+  request: RequestContext,
+  run: FilterRun,
+  first: number,
+): ItemData | null | Promise<ItemData | null> {
+  let data = item
+  for (let filterIndex = first; filterIndex < filters.length; filterIndex++) {
+    const filter = filters[filterIndex]!
+    if (filter.volatile) request.reads.volatile = true
     const startedAt = performance.now()
+    let result: unknown
     try {
-      result = filter.callback(data, models[filterIndex][itemIndex], context)
-      if (isThenable(result)) result = await settleWithin(Promise.resolve(result), timeoutMs, filter)
+      result = filter.callback(data, models[filterIndex]![itemIndex]!, request.context)
     } catch (error) {
-      throw error instanceof FilterError ? error : new FilterError(filter, error instanceof UndeclaredReadError ? `broke its declaration: ${error.message}` : `threw: ${describe(error)}`, { cause: error })
-    } finally {
       recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
+      throw failure(filter, error)
     }
-    if (result === null) return null
-    if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')
-    if (typeof result !== 'object' || Array.isArray(result)) throw new FilterError(filter, `returned ${Array.isArray(result) ? 'an array' : typeof result}, not the item object.`)
-    const mismatch = filter.schemaMismatch(result)
-    if (mismatch !== undefined) onSchemaMismatch(filter, mismatch)
-    data = result as ItemData
+    if (isThenable(result)) {
+      return settleWithin(Promise.resolve(result), run.timeoutMs, filter).then(
+        (settled) => {
+          recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
+          const output = checkOutput(filter, settled, run)
+          return output === null ? null : filterOne(filters, output, models, itemIndex, request, run, filterIndex + 1)
+        },
+        (error: unknown) => {
+          recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
+          throw failure(filter, error)
+        },
+      )
+    }
+    recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
+    const output = checkOutput(filter, result, run)
+    if (output === null) return null
+    data = output
   }
   return withDefaultKeysFirst(data)
 }
 
-/** C27: fields a callback adds come after the default fields, whatever the order it built them in. */
+/** A callback that threw, or whose promise rejected or did not settle in time (C23, C31), as the request's failure. */
+function failure(filter: RegisteredFilter, error: unknown): FilterError {
+  return error instanceof FilterError ? error : new FilterError(filter, error instanceof UndeclaredReadError ? `broke its declaration: ${error.message}` : `threw: ${describe(error)}`, { cause: error })
+}
+
+/** A callback's output, checked: null ends the item's chain (C26); anything but an item object fails the request. */
+function checkOutput(filter: RegisteredFilter, result: unknown, { onSchemaMismatch }: FilterRun): ItemData | null {
+  if (result === null) return null
+  if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')
+  if (typeof result !== 'object' || Array.isArray(result)) throw new FilterError(filter, `returned ${Array.isArray(result) ? 'an array' : typeof result}, not the item object.`)
+  const mismatch = filter.schemaMismatch(result)
+  if (mismatch !== undefined) onSchemaMismatch(filter, mismatch)
+  return result as ItemData
+}
+
+/**
+ * C27: fields a callback adds come after the default fields, whatever the order it built them in.
+ * An output already in that order (`{ ...data, added }`, or `data` itself) is the output.
+ */
 function withDefaultKeysFirst(data: ItemData): ItemData {
+  if (inItemOrder(data)) return data
   // No prototype: an added field may be called "constructor" or "__proto__".
   const ordered: ItemData = Object.create(null)
   for (const key of DEFAULT_KEYS) if (Object.hasOwn(data, key)) ordered[key] = data[key]
   for (const key of Object.keys(data)) if (!Object.hasOwn(ordered, key)) ordered[key] = data[key]
   return ordered
+}
+
+/** Where each default key stands in the item (C12). */
+const DEFAULT_KEY_PLACES = new Map(DEFAULT_KEYS.map((key, place) => [key, place]))
+
+/** Whether an object's default keys come first, in the item's order, and added ones after them. */
+function inItemOrder(data: ItemData): boolean {
+  let last = -1
+  let added = false
+  for (const key of Object.keys(data)) {
+    const place = DEFAULT_KEY_PLACES.get(key)
+    if (place === undefined) added = true
+    else if (added || place < last) return false
+    else last = place
+  }
+  return true
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

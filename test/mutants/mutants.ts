@@ -295,20 +295,20 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/hooks/apply-item-filters.ts',
-        find: '      throw error instanceof FilterError ? error : new FilterError(filter, error instanceof UndeclaredReadError ? `broke its declaration: ${error.message}` : `threw: ${describe(error)}`, { cause: error })',
-        replace: '      continue',
+        find: '      throw failure(filter, error)\n    }\n    if (isThenable(result)) {',
+        replace: '      continue\n    }\n    if (isThenable(result)) {',
       },
     ],
     tests: HOOKS,
   },
   {
     id: 'callback-undefined',
-    regression: 'C26: a callback that returns undefined is skipped',
+    regression: 'C26: a callback that returns undefined makes its item null instead of failing the request',
     edits: [
       {
         file: 'src/hooks/apply-item-filters.ts',
         find: "if (result === undefined) throw new FilterError(filter, 'returned undefined: a callback must return the item, or null.')",
-        replace: 'if (result === undefined) continue',
+        replace: 'if (result === undefined) return null',
       },
     ],
     tests: HOOKS,
@@ -319,11 +319,29 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/hooks/apply-item-filters.ts',
-        find: 'result = await settleWithin(Promise.resolve(result), timeoutMs, filter)',
-        replace: 'result = await result',
+        find: 'return settleWithin(Promise.resolve(result), run.timeoutMs, filter).then(',
+        replace: 'return Promise.resolve(result).then(',
       },
     ],
     tests: HOOKS,
+  },
+  {
+    id: 'chain-waiting-rejection-unheard',
+    regression: 'C23: an item that fails at once while another item still waits leaves that one\'s rejection unhandled (the process may end)',
+    edits: [{ file: 'src/hooks/apply-item-filters.ts', find: '    for (const item of waiting) item.catch(() => {})\n', replace: '' }],
+    tests: HOOKS,
+  },
+  {
+    id: 'chain-order-trusted',
+    regression: 'C27: an output whose added fields come first is served in that order',
+    edits: [{ file: 'src/hooks/apply-item-filters.ts', find: '  if (inItemOrder(data)) return data', replace: '  return data' }],
+    tests: HOOKS,
+  },
+  {
+    id: 'model-without-type',
+    regression: 'C25/C54: the model comes without its content_type once it is read once for the page',
+    edits: [{ file: 'src/content/statement-fragments.ts', find: '  model.content_type = contentType!\n', replace: '' }],
+    tests: [...HOOKS, ...READS],
   },
 
   // C36: a type's next go-live, remembered by the process while nothing is written (issue 45).
@@ -949,6 +967,12 @@ export const MUTANTS: Mutant[] = [
     id: 'signal-while-starting',
     regression: 'A SIGTERM while the service starts ends the process at once: its embedded PostgreSQL keeps running',
     edits: [{ file: 'src/cli/run.ts', find: '  for (const [signal, listener] of Object.entries(signalled)) process.on(signal, listener)\n', replace: '' }],
+    tests: ['test/startup.test.ts'],
+  },
+  {
+    id: 'signal-while-migrating',
+    regression: 'A SIGTERM while `bun run migrate` migrates its own embedded database ends it at once: that PostgreSQL keeps running',
+    edits: [{ file: 'src/cli/migrate.ts', find: "}, { stopOnSignals: ['SIGTERM', 'SIGINT'], during: '' })", replace: '})' }],
     tests: ['test/startup.test.ts'],
   },
   {
