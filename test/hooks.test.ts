@@ -93,6 +93,17 @@ describe('the filter hook service/api/content-item', () => {
     expect(Object.keys(list.body.data[0]).slice(-2)).toEqual(['waited', 'after'])
   })
 
+  test('C27: an output a callback keeps (one object for several items) is served as it was when its chain ended', async () => {
+    // One object returned for every item; a later callback writes to it in place: each item keeps its own value.
+    const shared: Record<string, unknown> = {}
+    const api = apiWith([
+      [(data) => Object.assign(shared, data), { priority: 1 }],
+      [(data) => Object.assign(data, { title: `title of ${data.id}` }), { priority: 2 }],
+    ])
+    const list = await api.get('/api/v1/content/post')
+    expect(list.body.data.map((item: any) => item.title)).toEqual([`title of ${full}`, `title of ${bare}`])
+  })
+
   test('C23: an item that fails at once while another still waits fails the request, and the waiting one leaves no unhandled rejection', async () => {
     const unhandled: unknown[] = []
     const heard = (reason: unknown) => unhandled.push(reason)
@@ -240,6 +251,7 @@ describe('failures fail closed (C23, C26, C31)', () => {
     ['returns an array', function arrays(data) { return data.id === full ? ([] as never) : data }, /"arrays" \(#2 of test\/hooks.test.ts\) returned an array/],
     ['never settles', function pending(data) { return data.id === full ? new Promise<never>(() => {}) : data }, /"pending" \(#2 of test\/hooks.test.ts\) did not settle within 50 ms/],
     ['returns a thenable that never settles', function stuck(data) { return data.id === full ? ({ then() {} } as never) : data }, /"stuck" \(#2 of test\/hooks.test.ts\) did not settle within 50 ms/],
+    ['returns an object whose then cannot be read', function trapped(data) { return data.id === full ? (new Proxy({}, { get: (_, key) => { if (key === 'then') throw new Error('trap'); return undefined } }) as never) : data }, /"trapped" \(#2 of test\/hooks.test.ts\) threw: trap/],
   ]
   for (const [what, callback, logged] of cases) {
     test(`a callback that ${what}: 500 without the unfiltered item; the log names the extension; the next request is served`, async () => {

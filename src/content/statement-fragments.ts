@@ -370,8 +370,10 @@ function joinFields(sql: Sql, fields: PendingQuery<Row[]>[]): PendingQuery<Row[]
 export function completeRow(row: EntryRow, languages: Languages, contentType: ContentTypeRow | null | undefined): EntryRow {
   const model = row.model
   if (!model) return row
+  // A statement that loads models reads their type in its header: one that does not is a bug here.
+  if (!contentType) throw new Error('The statement loaded models without their content type (resultHeader\'s contentType).')
   // The model was parsed for this row alone: it is completed in place.
-  model.content_type = contentType!
+  model.content_type = contentType
   const complete = { ...row }
   const { translations, shown_translation, image, terms } = model
   if (translations || shown_translation !== undefined) {

@@ -31,6 +31,8 @@ export interface FilterRun {
  * A volatile callback that runs marks the request's reads volatile (C38).
  * A chain whose callbacks all return at once costs no promise per item: an
  * item waits only from its first callback that returns a thenable (issue 45).
+ * An item whose callback fails at once fails the request there: the items
+ * after it are not started (those already waiting run to their end, unheard).
  * @example const data = await applyItemFilters(registry, items, modelsFor(registry.filters, rows, items, mediaBaseUrl), createFilterContext(request, facts), { timeoutMs: 1000, onSchemaMismatch })
  */
 export async function applyItemFilters(
@@ -45,7 +47,7 @@ export async function applyItemFilters(
   const waiting: Promise<unknown>[] = []
   try {
     for (let index = 0; index < items.length; index++) {
-      const output = filterOne(filters, items[index]!, models, index, request, run, 0)
+      const output = filterOne(filters, items[index]!, items[index]!, models, index, request, run, 0)
       if (!(output instanceof Promise)) {
         outputs[index] = output
         continue
@@ -79,36 +81,40 @@ export function schemaMismatchHandler(policy: SchemaMismatchPolicy, log: Logger)
 }
 
 /**
- * One item's chain from the callback at `first` on: its output, or a promise of it from the first
- * callback that returns a thenable (the rest of the chain runs when it settles).
+ * One item's chain from the callback at `first` on, `data` being what the one before returned (the
+ * request's own `item` at first): its output, or a promise of it from the first callback that returns a
+ * thenable (the rest of the chain runs when it settles).
  */
 function filterOne(
   filters: readonly RegisteredFilter[],
-  item: ItemData,
+  item: Item,
+  data: ItemData,
   models: readonly (readonly EntryModel[])[],
   itemIndex: number,
   request: RequestContext,
   run: FilterRun,
   first: number,
 ): ItemData | null | Promise<ItemData | null> {
-  let data = item
   for (let filterIndex = first; filterIndex < filters.length; filterIndex++) {
     const filter = filters[filterIndex]!
     if (filter.volatile) request.reads.volatile = true
     const startedAt = performance.now()
     let result: unknown
+    let thenable: boolean
     try {
       result = filter.callback(data, models[filterIndex]![itemIndex]!, request.context)
+      // Inside: a `then` that throws when read (a Proxy) is the callback's failure too.
+      thenable = isThenable(result)
     } catch (error) {
       recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
       throw failure(filter, error)
     }
-    if (isThenable(result)) {
+    if (thenable) {
       return settleWithin(Promise.resolve(result), run.timeoutMs, filter).then(
         (settled) => {
           recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
           const output = checkOutput(filter, settled, run)
-          return output === null ? null : filterOne(filters, output, models, itemIndex, request, run, filterIndex + 1)
+          return output === null ? null : filterOne(filters, item, output, models, itemIndex, request, run, filterIndex + 1)
         },
         (error: unknown) => {
           recordHook(filter.metricName, (performance.now() - startedAt) / 1000)
@@ -121,7 +127,7 @@ function filterOne(
     if (output === null) return null
     data = output
   }
-  return withDefaultKeysFirst(data)
+  return withDefaultKeysFirst(data, item)
 }
 
 /** A callback that threw, or whose promise rejected or did not settle in time (C23, C31), as the request's failure. */
@@ -141,10 +147,13 @@ function checkOutput(filter: RegisteredFilter, result: unknown, { onSchemaMismat
 
 /**
  * C27: fields a callback adds come after the default fields, whatever the order it built them in.
- * An output already in that order (`{ ...data, added }`, or `data` itself) is the output.
+ * What is served is a copy made as the chain ends, so that nothing a callback keeps (a constant returned
+ * for several items, an object cached across requests) can change it before it is rendered; only the
+ * request's own item, made for it alone, is served as it is. An output already in that order
+ * (`{ ...data, added }`, or the item itself) costs one spread, not a reordering.
  */
-function withDefaultKeysFirst(data: ItemData): ItemData {
-  if (inItemOrder(data)) return data
+function withDefaultKeysFirst(data: ItemData, item: Item): ItemData {
+  if (inItemOrder(data)) return data === item ? data : { ...data }
   // No prototype: an added field may be called "constructor" or "__proto__".
   const ordered: ItemData = Object.create(null)
   for (const key of DEFAULT_KEYS) if (Object.hasOwn(data, key)) ordered[key] = data[key]

@@ -295,8 +295,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'src/hooks/apply-item-filters.ts',
-        find: '      throw failure(filter, error)\n    }\n    if (isThenable(result)) {',
-        replace: '      continue\n    }\n    if (isThenable(result)) {',
+        find: '      throw failure(filter, error)\n    }\n    if (thenable) {',
+        replace: '      continue\n    }\n    if (thenable) {',
       },
     ],
     tests: HOOKS,
@@ -338,9 +338,15 @@ export const MUTANTS: Mutant[] = [
     tests: HOOKS,
   },
   {
+    id: 'chain-kept-output-shared',
+    regression: 'C27: an output a callback keeps is served as that object: a later write to it (another item, another request) changes what is rendered',
+    edits: [{ file: 'src/hooks/apply-item-filters.ts', find: '  if (inItemOrder(data)) return data === item ? data : { ...data }', replace: '  if (inItemOrder(data)) return data' }],
+    tests: HOOKS,
+  },
+  {
     id: 'model-without-type',
     regression: 'C25/C54: the model comes without its content_type once it is read once for the page',
-    edits: [{ file: 'src/content/statement-fragments.ts', find: '  model.content_type = contentType!\n', replace: '' }],
+    edits: [{ file: 'src/content/statement-fragments.ts', find: '  model.content_type = contentType\n', replace: '' }],
     tests: [...HOOKS, ...READS],
   },
 
