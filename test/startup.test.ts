@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { runningEmbeddedUrl } from '../src/db/embedded'
 import { seedDemo } from '../src/demo/seed-demo'
 import { createTestDatabase, type TestDatabase } from './support/database'
-import { removeAtEnd, temporaryFolder } from './support/leftovers'
+import { processRuns, removeAtEnd, temporaryFolder } from './support/leftovers'
 import { cleanEnv, ROOT, runScript, startService } from './support/service'
 import { waitFor } from './support/wait'
 
@@ -14,15 +14,6 @@ const dataDir = await mkdtemp(join(tmpdir(), 'vitrine-start-'))
 await chmod(dataDir, 0o755)
 afterAll(() => rm(dataDir, { recursive: true, force: true }))
 
-/** Whether a process runs (one the test does not own: a stray PostgreSQL is no child of the test's, never a zombie of it). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 async function getJson(url: string) {
   const response = await fetch(url)
@@ -110,7 +101,7 @@ describe('bun run start without DATABASE_URL', () => {
       const started = performance.now()
       const run = await runScript('start', { DATA_DIR: join(folder, 'data'), EXTENSIONS_DIR: join(folder, 'extensions'), PORT: '0' })
       const postgresPid = Number(/postgres pid (\d+)/.exec(run.stdout)?.[1])
-      const found = { code: run.code, stderr: run.stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: postgresPid > 0 && running(postgresPid) }
+      const found = { code: run.code, stderr: run.stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: postgresPid > 0 && processRuns(postgresPid) }
       if (found.postgresRunning) process.kill(postgresPid, 'SIGQUIT')
       await rm(folder, { recursive: true, force: true })
       if (!(postgresPid > 0) && attempt < 3) {
@@ -152,10 +143,10 @@ describe('bun run start without DATABASE_URL', () => {
         const code = await child.exited
         registered.done()
         const [stdout, stderr] = await output
-        const found = { code, stderr: stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: pid > 0 && running(pid) }
+        const found = { code, stderr: stderr.trim(), pidFileLeft: existsSync(pidFile), postgresRunning: pid > 0 && processRuns(pid) }
         if (found.postgresRunning) {
           process.kill(pid, 'SIGQUIT')
-          await waitFor('the stray PostgreSQL exits', () => !running(pid))
+          await waitFor('the stray PostgreSQL exits', () => !processRuns(pid))
         }
         await folder.remove()
         if (stdout.includes(done) && attempt < 3) {

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../../src/db/connect'
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/db/embedded'
 import { migrate } from '../../src/db/migrate'
-import { whileRunning } from './leftovers'
+import { processRuns, whileRunning } from './leftovers'
 
 /**
  * The PostgreSQL this test run uses: a fresh database on the server named by
@@ -79,7 +79,7 @@ export function removeEmbeddedClusterNow(): boolean {
     const pid = Number(readFileSync(join(current.embedded.clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0])
     if (pid > 0) {
       process.kill(pid, 'SIGQUIT')
-      for (const until = Date.now() + 10_000; Date.now() < until && running(pid); ) Bun.sleepSync(20)
+      for (const until = Date.now() + 10_000; Date.now() < until && processRuns(pid); ) Bun.sleepSync(20)
     }
   } catch {
     // No postmaster.pid (it has stopped), or ESRCH: it has exited.
@@ -87,25 +87,6 @@ export function removeEmbeddedClusterNow(): boolean {
   rmSync(current.embedded.clusterDir, { recursive: true, force: true })
   rmSync(current.dataDir, { recursive: true, force: true })
   return true
-}
-
-/**
- * Whether a process runs. PostgreSQL is a child of this process, which reaps it only when the event
- * loop turns: exited meanwhile, it is a zombie, which `process.kill(pid, 0)` still finds (Linux).
- */
-function running(pid: number): boolean {
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0]
-    return state !== 'Z' && state !== 'X'
-  } catch {
-    // No /proc (not Linux): signal 0 says whether it exists.
-    try {
-      process.kill(pid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
 }
 
 async function tearDown(): Promise<void> {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -97,4 +98,24 @@ export async function temporaryFolder(prefix: string, parent = tmpdir()): Promis
 /** A file a test writes where it must not stay (the working tree): removed at the end of the run unless `done()` said the test removed it. */
 export function removeFileAtEnd(path: string): { done(): void } {
   return removeAtEnd(() => rm(path, { force: true }))
+}
+
+/**
+ * Whether a process runs. An exited child not yet reaped (this process reaps only when the event loop
+ * turns) is a zombie, which `process.kill(pid, 0)` still finds (Linux): it counts as gone.
+ * @example processRuns(postgresPid) // false once it exited
+ */
+export function processRuns(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0]
+    return state !== 'Z' && state !== 'X'
+  } catch {
+    // No /proc (not Linux): signal 0 says whether it exists.
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
 }

@@ -4,7 +4,7 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { connectDatabase, type Sql } from '../../src/db/connect'
 import { freePort, reachablePostgresBinaries } from '../../src/db/embedded'
-import { removeAtEnd } from './leftovers'
+import { processRuns, removeAtEnd } from './leftovers'
 import { waitFor } from './wait'
 
 /**
@@ -173,16 +173,7 @@ async function dropAbandonedSlots(primary: Sql): Promise<void> {
   `
   for (const { slot_name } of slots) {
     const pid = Number(slot_name.slice(SLOT_PREFIX.length).split('_')[0])
-    if (pid !== process.pid && !processExists(pid)) await primary`select pg_drop_replication_slot(${slot_name})`.catch(() => {})
-  }
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
+    if (pid !== process.pid && !processRuns(pid)) await primary`select pg_drop_replication_slot(${slot_name})`.catch(() => {})
   }
 }
 
