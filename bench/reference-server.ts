@@ -13,8 +13,17 @@
  *   language or else the default, and the type's live entries counted.
  * Each body is the service's to the byte (bench/ceilings.ts checks that
  * before it measures). Prints its port.
+ *
+ * With `contract` as a third argument, the single entry also does, by hand,
+ * what the contract asks of every uncached answer and nothing more: a
+ * deadline on the statement that cancels it (C22), the request's id (C29:
+ * echoed when sane, else a new one), a strong ETag of the bytes and a 304 on
+ * If-None-Match (C32, exact match), and the service's headers (C29's CORS,
+ * C33's Cache-Control, C34's Surrogate-Key, X-Cache, nosniff); bench/ceilings.ts
+ * checks that its headers are the service's too, but for the id and Date.
  * @example bun bench/reference-server.ts postgres://127.0.0.1/vitrine_bench_100000 http://127.0.0.1:3000/media
  */
+import { createHash } from 'node:crypto'
 import postgres from 'postgres'
 
 type Sql = ReturnType<typeof postgres>
@@ -125,6 +134,7 @@ export function entryStatement(sql: Sql, type: string, slug: string, lang: strin
 if (import.meta.main) {
   const url = process.argv[2]!
   mediaBase = (process.argv[3] ?? 'http://localhost:3000/media').replace(/\/+$/, '')
+  const contract = process.argv[4] === 'contract'
   const sql = postgres(url, { max: 10, fetch_types: false, onnotice: () => {}, connection: { application_name: 'vitrine-reference', TimeZone: 'UTC' } })
   const server = Bun.serve({
     port: 0,
@@ -139,6 +149,7 @@ if (import.meta.main) {
         const meta = { current_page: 1, last_page: Math.max(1, Math.ceil(total / 20)), per_page: 20, total }
         return new Response(JSON.stringify({ data: rows.map(itemOf), meta }), { headers: JSON_TYPE })
       }
+      if (contract) return contractEntry(sql, request, type!, slug, lang)
       const rows = await entryStatement(sql, type!, slug, lang)
       if (!rows[0]) return new Response(NOT_FOUND, { status: 404, headers: JSON_TYPE })
       return new Response(JSON.stringify({ data: itemOf(rows[0]) }), { headers: JSON_TYPE })
@@ -167,4 +178,50 @@ function itemOf(row: EntryRow) {
 
 function media(path: string): string {
   return /^https?:\/\//i.test(path) ? path : `${mediaBase}/${path.replace(/^\/+/, '')}`
+}
+
+const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/
+const DEADLINE_MS = 5000
+const encoder = new TextEncoder()
+
+/** The single entry doing what the contract asks of every uncached answer, written by hand (see the top). */
+async function contractEntry(sql: Sql, request: Request, type: string, slug: string, lang: string | null): Promise<Response> {
+  const incoming = request.headers.get('x-request-id')
+  const id = incoming && SANE_ID.test(incoming) ? incoming : crypto.randomUUID()
+  const statement = entryStatement(sql, type, slug, lang)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      statement.cancel()
+      reject(new Error('deadline'))
+    }, DEADLINE_MS)
+  })
+  let rows: EntryRow[]
+  try {
+    rows = await Promise.race([statement, deadline])
+  } catch {
+    return new Response(JSON.stringify({ error: 'The database is unavailable.' }), { status: 503, headers: { ...JSON_TYPE, 'cache-control': 'no-store', 'retry-after': '1', 'x-request-id': id } })
+  } finally {
+    clearTimeout(timer)
+  }
+  const row = rows[0]
+  const body = encoder.encode(row ? JSON.stringify({ data: itemOf(row) }) : NOT_FOUND)
+  const etag = `"${createHash('sha256').update(body).digest('base64url')}"`
+  const keys = row ? `type-${type} entry-${row.id} vitrine` : `type-${type} lists-${type} vitrine`
+  const headers = {
+    'X-Content-Type-Options': 'nosniff',
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Expose-Headers': 'X-Request-Id, Retry-After, Allow, ETag, X-Cache, Age, Surrogate-Key',
+    ETag: etag,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'public, no-cache',
+    'Surrogate-Key': keys,
+    'X-Cache': 'BYPASS',
+    'X-Request-Id': id,
+  }
+  if (request.headers.get('if-none-match') === etag) {
+    const { 'Content-Type': _, ...notModified } = headers
+    return new Response(null, { status: 304, headers: notModified })
+  }
+  return new Response(body, { status: row ? 200 : 404, headers })
 }

@@ -12,7 +12,7 @@ import type { Logger } from './log'
  * What the routes get: the database, the settings, the log, and the optional
  * parts `main.ts` builds (cache, event feed, replicas). It sits below the
  * routes and `app.ts`, so that a route never imports the file that imports it.
- * @example contentRoutes({ sql, config, log }, slot)
+ * @example contentRoutes({ sql, config, log }, slot).routes
  */
 export interface AppDependencies {
   sql: Sql

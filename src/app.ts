@@ -28,8 +28,10 @@ export interface App {
 
 /**
  * The whole HTTP service, not listening: `main.ts` serves it, tests call `app.handle(request)`.
- * A request whose answer the cache keeps is answered by the cache's slot; all
- * others by the Elysia app (its routes end in the same slot). With a quota on
+ * A request whose answer the cache keeps is answered by the cache's slot; a
+ * content route's plain GET (nothing to decode) by that route's handler without
+ * the framework (contentRoutes' answerPlain, issue 45); all others by the
+ * Elysia app (its routes end in the same slot). With a quota on
  * (C52), the client's quotas come before both.
  * @example const response = await createApp(deps).handle(new Request('http://localhost/healthz'))
  */
@@ -39,6 +41,7 @@ export function createApp(dependencies: AppDependencies): App {
   const document = describeQuotas(buildOpenApiDocument({ publicUrl: config.publicUrl, itemSchema: filters.itemSchema, demoMedia: config.demoMedia }), config)
   const quotas = ClientQuotas.of(config, dependencies.log, dependencies.peerAddress)
   const slot = new AnswerSlot({ ...dependencies, extraFields: quotas?.fieldsOfKept })
+  const content = contentRoutes({ ...dependencies, filters }, slot)
   // The router finds the path after the first '/' past `http://`, whatever the Host
   // (Elysia's default skips 11 characters, which misroutes hosts of 1 to 3 characters).
   const app = new Elysia({ name: 'vitrine', normalize: false, handler: { standardHostname: false } })
@@ -47,13 +50,15 @@ export function createApp(dependencies: AppDependencies): App {
     .use(apiDocumentation(document))
     .use(apiIndex(document, config.publicUrl, slot))
     .use(healthRoutes(dependencies))
-    .use(contentRoutes({ ...dependencies, filters }, slot))
+    .use(content.routes)
     .use(syncRoutes({ ...dependencies, filters }, slot))
     .use(eventRoutes(dependencies))
     .use(discoveryRoutes(dependencies, slot))
     .use(config.demoMedia ? demoMedia() : new Elysia({ name: 'no-demo-media' }))
-  const answer = (request: Request) => slot.answer(request) ?? app.handle(request)
-  const guarded = quotas ? quotas.guard((request) => app.handle(request), (request, decorate) => slot.answer(request, decorate)) : answer
+  // A content route's plain GET skips the framework, with the same handler (issue 45).
+  const routed = (request: Request) => content.answerPlain(request) ?? app.handle(request)
+  const answer = (request: Request) => slot.answer(request) ?? routed(request)
+  const guarded = quotas ? quotas.guard(routed, (request, decorate) => slot.answer(request, decorate)) : answer
   const routeOf = routeTemplates(app.routes.map((route) => route.path))
   // C53: with METRICS_PORT, every request is counted here, where a cache hit, a 429 and the routes' answers all pass.
   // A hit names its route's template, kept with its output; other answers walk their URL.

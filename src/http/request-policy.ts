@@ -22,27 +22,9 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
   return new Elysia({ name: 'request-policy' })
     .onRequest(({ request, set }) => {
       startedAt.set(request, performance.now())
-      set.headers['X-Request-Id'] = requestIdOf(request)
-      set.headers['X-Content-Type-Options'] = 'nosniff'
-      // C4: JSON unless a route answers otherwise (the documentation pages).
-      set.headers['Content-Type'] = JSON_CONTENT_TYPE
+      setRequestHeaders(set.headers, request)
     })
-    .onError({ as: 'global' }, ({ code, error, set, request }) => {
-      const failure = toHttpError(code, error)
-      if (failure.status >= 500) {
-        const fields = { requestId: set.headers['X-Request-Id'], method: request.method, path: requestTarget(request.url).path }
-        if (error instanceof DatabaseUnavailableError) logUnavailable(log, error, fields)
-        else log.error('request failed', { ...fields, error })
-      }
-      set.status = failure.status
-      Object.assign(set.headers, failure.headers, { 'Content-Type': JSON_CONTENT_TYPE })
-      // C33: a fault is never kept by any cache; a bad request is the same for everyone.
-      if (failure.status >= 500) set.headers['Cache-Control'] = 'no-store'
-      else if (failure.status === 400 || failure.status === 405) set.headers['Cache-Control'] = `public, max-age=${cacheMaxAge}`
-      // A response, not a plain object: for an object the framework would add its own lower-case
-      // `content-type` beside ours, and send both (see src/http/response-headers.ts).
-      return jsonResponse({ error: failure.message }, failure.status)
-    })
+    .onError({ as: 'global' }, ({ code, error, set, request }) => failureResponse(log, cacheMaxAge, code, error, request, set))
     .onAfterResponse({ as: 'global' }, ({ request, set, responseValue }) => {
       // This runs after the response, outside any handler: whatever throws here would end the process.
       if (log.writes?.('info') === false) return
@@ -52,6 +34,76 @@ export function requestPolicy(log: Logger, cacheMaxAge = 0) {
       const status = response?.status ?? (typeof set.status === 'number' ? set.status : 200)
       logRequest(log, request, set.headers['X-Request-Id'] ?? response?.headers.get('X-Request-Id') ?? undefined, status, startedAt.get(request))
     })
+}
+
+/** What every response starts with (C4, C29): the request's id, `nosniff`, and JSON unless a route answers otherwise (the documentation pages). */
+function setRequestHeaders(headers: Record<string, unknown>, request: Request): void {
+  headers['X-Request-Id'] = requestIdOf(request)
+  headers['X-Content-Type-Options'] = 'nosniff'
+  headers['Content-Type'] = JSON_CONTENT_TYPE
+}
+
+/**
+ * The error response of a request that failed (C4, C21, C22, C33): its status and
+ * headers set in `set`, which the framework adds to the response (or
+ * `answerOutsideFramework` does); a fault is logged with the request's id.
+ */
+function failureResponse(log: Logger, cacheMaxAge: number, code: unknown, error: unknown, request: Request, set: RouteSettings): Response {
+  const failure = toHttpError(code, error)
+  if (failure.status >= 500) {
+    const fields = { requestId: set.headers['X-Request-Id'], method: request.method, path: requestTarget(request.url).path }
+    if (error instanceof DatabaseUnavailableError) logUnavailable(log, error, fields)
+    else log.error('request failed', { ...fields, error })
+  }
+  set.status = failure.status
+  Object.assign(set.headers, failure.headers, { 'Content-Type': JSON_CONTENT_TYPE })
+  // C33: a fault is never kept by any cache; a bad request is the same for everyone.
+  if (failure.status >= 500) set.headers['Cache-Control'] = 'no-store'
+  else if (failure.status === 400 || failure.status === 405) set.headers['Cache-Control'] = `public, max-age=${cacheMaxAge}`
+  // A response, not a plain object: for an object the framework would add its own lower-case
+  // `content-type` beside ours, and send both (see src/http/response-headers.ts).
+  return jsonResponse({ error: failure.message }, failure.status)
+}
+
+/** What a route's handler is given to set its response's status and headers with, as Elysia's `set`. */
+export interface RouteSettings {
+  headers: Record<string, unknown>
+  status?: unknown
+}
+
+/**
+ * Answers a request without the framework, as the framework would with this
+ * policy and `cors` (src/http/cors.ts): `handle` gets the same `set` (the
+ * request's id, `nosniff`, JSON, the CORS headers), a failure the same error
+ * response, and the request the same log line. For handlers that return a
+ * finished Response and empty `set` (AnswerSlot.send), which Elysia then sends
+ * unchanged. The content routes' plain GETs take this way (src/content/routes.ts).
+ * @example const outside = answerOutsideFramework(log, 0, corsHeaders(config)); await outside(request, (set) => handler(set))
+ */
+export function answerOutsideFramework(log: Logger, cacheMaxAge: number, cors: (request: Request) => Record<string, string>) {
+  return async (request: Request, handle: (set: RouteSettings) => Promise<Response>): Promise<Response> => {
+    const since = performance.now()
+    const set: RouteSettings = { headers: {}, status: 200 }
+    setRequestHeaders(set.headers, request)
+    Object.assign(set.headers, cors(request))
+    let response: Response
+    try {
+      response = await handle(set)
+    } catch (error) {
+      // The framework's code of an error it did not raise itself: its own, else UNKNOWN.
+      const failed = failureResponse(log, cacheMaxAge, (error as { code?: unknown } | null)?.code ?? 'UNKNOWN', error, request, set)
+      response = withSetHeaders(failed, set.headers)
+    }
+    logRequest(log, request, set.headers['X-Request-Id'] ?? response.headers.get('X-Request-Id') ?? undefined, response.status, since)
+    return response
+  }
+}
+
+/** As the framework sends a handler's Response with `set`: each header of `set` the response does not have is added. */
+function withSetHeaders(response: Response, headers: Record<string, unknown>): Response {
+  const merged = new Headers(response.headers)
+  for (const name in headers) if (!response.headers.has(name)) merged.set(name, String(headers[name]))
+  return new Response(response.body, { status: response.status, headers: merged })
 }
 
 /**

@@ -1138,4 +1138,23 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'src/hooks/item-schema.ts', find: '    if (!check(value)) return false', replace: '    if (!check(value)) {\n      valid.add(value)\n      return false\n    }' }],
     tests: ['test/item-schema.test.ts'],
   },
+  // Issue 45: a content route's plain GET answered outside the framework (src/content/routes.ts, src/http/request-policy.ts).
+  {
+    id: 'plain-get-without-cors',
+    regression: 'C29: a plain GET answered outside the framework fails without its CORS headers',
+    edits: [{ file: 'src/http/request-policy.ts', find: '    Object.assign(set.headers, cors(request))\n', replace: '' }],
+    tests: ['test/plain-get.test.ts'],
+  },
+  {
+    id: 'plain-get-failure-bare',
+    regression: 'C4, C22, C29: a plain GET that fails outside the framework gets the error body without the request id, nosniff, CORS and Cache-Control',
+    edits: [{ file: 'src/http/request-policy.ts', find: '      response = withSetHeaders(failed, set.headers)', replace: '      response = failed' }],
+    tests: ['test/plain-get.test.ts'],
+  },
+  {
+    id: 'plain-get-repeated-parameter',
+    regression: 'A repeated query parameter (lang=fr&lang=en) is read outside the framework by a rule of its own (the last value), not by the framework\'s',
+    edits: [{ file: 'src/content/routes.ts', find: '      if (name in query) return null\n', replace: '' }],
+    tests: ['test/plain-get.test.ts'],
+  },
 ]
