@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { plainContentRequest } from '../src/content/routes'
 import { FilterRegistry } from '../src/hooks/registry'
 import { testApp, type TestApp, type TestResponse } from './support/app'
+import { cachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
 import { addEntry, addLanguage, addTerm } from './support/fixtures'
 
@@ -84,7 +85,11 @@ describe('Issue 45: a content route\'s plain GET answered outside the framework'
       'http://localhost/api/v1/content',
       'http://localhost/api/v1/taxonomies',
       'http://localhost/docs/api/v1/content/post',
+      // The framework's router reads the path from the first '/' past `http://`: here `//localhost/…`, a 404.
+      'https://localhost/api/v1/content/post',
     ]) expect([url, plainContentRequest(url)]).toEqual([url, null])
+    // Every case below is plain as asked, and not once percent-encoded: the comparisons are of both ways.
+    for (const path of CASES) expect([path, plainContentRequest(`http://localhost${path}`) !== null, plainContentRequest(`http://localhost${throughFramework(path)}`)]).toEqual([path, true, null])
   })
 
   test('C4, C29, C32-C34: each answer is the framework\'s, status, headers and body', async () => {
@@ -93,6 +98,22 @@ describe('Issue 45: a content route\'s plain GET answered outside the framework'
       const headers = { 'X-Request-Id': 'same-id' }
       const [plain, framework] = [await app.get(path, { headers }), await app.get(throughFramework(path), { headers })]
       expect([path, seen(plain)]).toEqual([path, seen(framework)])
+    }
+  })
+
+  test('C35, C52: with the cache and quotas on, the same answers (but for the cache\'s status and the units left)', async () => {
+    const app = await cachedTestApp(db.url, { RATE_LIMIT_REQUESTS: '1000', RATE_LIMIT_HEAVY: '100', RATE_LIMIT_WINDOW_S: '600', CACHE_MAX_AGE: '30' })
+    apps.push(app)
+    const comparable = (response: TestResponse) => {
+      const { headers, ...rest } = seen(response)
+      // The second asking is a hit of the first's answer (C35): its Age is the one header the first has not.
+      return { ...rest, headers: headers.filter(([name]) => name !== 'age').map(([name, value]) => (['x-cache', 'ratelimit'].includes(name) ? [name] : [name, value])) }
+    }
+    for (const path of ['/api/v1/content/post/hello', '/api/v1/content/post?page=2&per_page=1', '/api/v1/content/post?page=0', '/api/v1/content/nope']) {
+      const headers = { 'X-Request-Id': 'same-id' }
+      const plain = await app.get(path, { headers })
+      expect([path, plain.headers.get('ratelimit-policy') !== null]).toEqual([path, true])
+      expect([path, comparable(plain)]).toEqual([path, comparable(await app.get(throughFramework(path), { headers }))])
     }
   })
 

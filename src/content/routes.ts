@@ -124,7 +124,8 @@ const CONTENT_PREFIX = '/api/v1/content/'
  * @example plainContentRequest('http://localhost/api/v1/content/post/hello?lang=fr') // { type: 'post', slug: 'hello', query: { lang: 'fr' } }
  */
 export function plainContentRequest(url: string): PlainContentRequest | null {
-  const pathStart = url.indexOf('/', url.indexOf('//') + 2)
+  // Where the framework's router finds the path (app.ts: the first '/' past `http://`).
+  const pathStart = url.indexOf('/', 7)
   if (pathStart === -1 || !url.startsWith(CONTENT_PREFIX, pathStart)) return null
   const queryStart = url.indexOf('?', pathStart)
   const path = url.slice(pathStart + CONTENT_PREFIX.length, queryStart === -1 ? undefined : queryStart)
