@@ -78,9 +78,9 @@ try {
   const rows: string[] = []
   const warmed = new Set<string>()
   for (const pair of pairs) {
-    // A server's first load is longer: the uncached service took about 12 s under load to level off (its JIT and its
-    // pool's connections), the reference about 9 s, and the first row had measured both on the way up (0.55 and 0.77 in two
-    // runs, when the next row, the same service against a reference doing more, read 0.87 and 0.89).
+    // A server's first load is longer: the uncached service took about 12 s under load to level off, the reference
+    // about 9 s (JIT tiers and fresh connections; not told apart), and the first row had measured both on the way up
+    // (0.55 and 0.77 in two runs, when the next row, the same service against a reference doing more, read 0.87 and 0.89).
     for (const url of [pair.ours, pair.theirs]) {
       await load(LOAD_TOOL, url, warmed.has(url) ? 1 : WARM_UP_SECONDS)
       warmed.add(url)
