@@ -28,7 +28,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, load, LOAD_TOOL, median, readRounds, readSeconds } from './load'
+import { CONNECTIONS, hundredths, LOAD_TOOL, median, readRounds, readSeconds, sideBySide } from './load'
 import { startBenchService, waitForStartChecks } from './service'
 import { setUpBench } from './setup'
 
@@ -78,22 +78,10 @@ try {
   const rows: string[] = []
   const warmed = new Set<string>()
   for (const pair of pairs) {
-    // A server's first load is longer: the uncached service took about 12 s under load to level off, the reference
-    // about 9 s (JIT tiers and fresh connections; not told apart), and the first row had measured both on the way up
-    // (0.55 and 0.77 in two runs, when the next row, the same service against a reference doing more, read 0.87 and 0.89).
-    for (const url of [pair.ours, pair.theirs]) {
-      await load(LOAD_TOOL, url, warmed.has(url) ? 1 : WARM_UP_SECONDS)
-      warmed.add(url)
-    }
-    const runs = { ours: [] as number[], theirs: [] as number[] }
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const side of round % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) runs[side].push((await load(LOAD_TOOL, pair[side], SECONDS)).rps)
-    }
-    // Each round's two measurements ran back to back: their ratio is what the machine's drift between rounds leaves alone.
-    const ratios = runs.ours.map((rps, round) => rps / runs.theirs[round]!)
+    const { ours, theirs, ratios } = await sideBySide(pair.ours, pair.theirs, { rounds: ROUNDS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS, warmed })
     const ratio = median(ratios)
     const verdict = pair.target === null ? '(no target)' : `≥ ${pair.target}: ${ratio >= pair.target ? 'met' : 'missed'}`
-    rows.push(`| ${pair.name} | ${Math.round(median(runs.ours))} | ${Math.round(median(runs.theirs))} | ${hundredths(ratio)} | ${hundredths(Math.min(...ratios))}–${hundredths(Math.max(...ratios))} | ${verdict} |`)
+    rows.push(`| ${pair.name} | ${Math.round(median(ours.map((m) => m.rps)))} | ${Math.round(median(theirs.map((m) => m.rps)))} | ${hundredths(ratio)} | ${hundredths(Math.min(...ratios))}–${hundredths(Math.max(...ratios))} | ${verdict} |`)
     console.log(rows.at(-1))
   }
   const report = [
@@ -112,11 +100,6 @@ try {
   await Promise.all(children.map((child) => child.exited))
   await close()
   await Promise.all(bodies.map((file) => rm(file, { force: true })))
-}
-
-/** Rounded down: a ratio of 0.849 reads 0.84, never a 0.85 that missed its target. */
-function hundredths(ratio: number): string {
-  return (Math.floor(ratio * 100) / 100).toFixed(2)
 }
 
 /** The reference answers what the service answers, to the byte: else the comparison means nothing. */

@@ -14,8 +14,11 @@
  *
  * DATABASE_URL: the server to build `vitrine_bench_30000` on (kept between
  * runs while its data set is unchanged); unset: the embedded PostgreSQL.
- * BENCH_SECONDS (default 10): each service's share of a round (half of it,
- * 3 rounds, median).
+ * Each case is measured side by side with the site without callbacks (bench/load.ts's
+ * `sideBySide`: each service first under load four times a measurement's length, unmeasured;
+ * then rounds alternating which goes first); its ratio is the median of the rounds' own.
+ * BENCH_SECONDS (default 10): each measurement takes ceil(BENCH_SECONDS / 4) s.
+ * BENCH_ROUNDS (default 4).
  */
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -25,7 +28,7 @@ import { listStatement } from '../src/content/list-statement'
 import { MODEL_PARTS, type ModelPart } from '../src/hooks/extension'
 import { ensureBenchDatabase } from './dataset'
 import { explainPrepared } from './explain-list'
-import { load, LOAD_TOOL, readSeconds, type Measure } from './load'
+import { CONNECTIONS, hundredths, LOAD_TOOL, median, readRounds, readSeconds, sideBySide, type Measure } from './load'
 import { startBenchService, waitForStartChecks } from './service'
 import { setUpBench } from './setup'
 
@@ -40,8 +43,10 @@ export default defineExtension(({ addFilter }) => {
   }, { reads: ['translations'], schema: { add: { reading_minutes: t.Integer() } } })
 })
 `
-const SECONDS = readSeconds(process.env.BENCH_SECONDS)
-const HALF = Math.ceil(SECONDS / 2)
+const SECONDS = Math.max(1, Math.ceil(readSeconds(process.env.BENCH_SECONDS) / 4))
+const ROUNDS = readRounds(process.env.BENCH_ROUNDS, 4)
+/** How long each service is under load before it is first measured. */
+const WARM_UP_SECONDS = 4 * SECONDS
 const ENTRIES = 30_000
 const PATH = '/api/v1/content/post'
 const { config, target, admin, close } = await setUpBench()
@@ -52,11 +57,12 @@ const folders: string[] = []
 try {
   const { url, how } = await ensureBenchDatabase(admin, target.url, ENTRIES)
   console.log(`vitrine_bench_${ENTRIES}: ${how}.`)
-  const services: [string, string][] = [
+  // [name, extensions folder, target ÷ no callbacks (issue 45, C54)]
+  const services: [string, string, number?][] = [
     ['no callbacks', await extensionsDir({})],
-    ["one trivial callback, reads: []", await extensionsDir({ 'trivial.ts': "import { defineExtension } from '#vitrine/extension'\nexport default defineExtension(({ addFilter }) => addFilter('service/api/content-item', (data) => data, { reads: [] }))\n" })],
-    ["custom-fields example, reads: ['fieldValues']", await customFieldsDir(true)],
-    ["a typical site: custom-fields and reading-time examples, reads: ['fieldValues'] and ['shownTranslation']", await examplesDir(['custom-fields.ts', 'reading-time.ts'])],
+    ["one trivial callback, reads: []", await extensionsDir({ 'trivial.ts': "import { defineExtension } from '#vitrine/extension'\nexport default defineExtension(({ addFilter }) => addFilter('service/api/content-item', (data) => data, { reads: [] }))\n" }), 0.9],
+    ["custom-fields example, reads: ['fieldValues']", await customFieldsDir(true), 0.7],
+    ["a typical site: custom-fields and reading-time examples, reads: ['fieldValues'] and ['shownTranslation']", await examplesDir(['custom-fields.ts', 'reading-time.ts']), 0.7],
     ["the same site, reading time from every translation: reads ['translations'] (before shownTranslation)", await examplesDir(['custom-fields.ts'], { 'reading-time.ts': READING_TIME_FROM_EVERY_TRANSLATION })],
     ['custom-fields example without reads (before C54)', await customFieldsDir(false)],
     ['one trivial callback without reads (before C54)', join(ROOT, 'bench', 'extensions')],
@@ -64,25 +70,22 @@ try {
   const bases: string[] = []
   for (const [, dir] of services) bases.push(await startService(url, dir))
   await waitForStartChecks(admin, new URL(url).pathname.slice(1))
-  for (const base of bases) await load(LOAD_TOOL, base + PATH, 2)
-  const runs: Measure[][] = services.map(() => [])
-  // Alternating rounds: the machine's drift (another engineer's tests) hits every service alike.
-  for (let round = 0; round < 3; round++) {
-    for (const [index, base] of bases.entries()) {
-      const measure = await load(LOAD_TOOL, base + PATH, HALF)
-      if (measure.errors) throw new Error(`${measure.errors} requests failed on ${services[index]![0]}`)
-      runs[index]!.push(measure)
-    }
+  // Each case side by side with the site without callbacks (alternating which goes first), each round's
+  // ratio its own: the machine's drift between rounds (another engineer's tests) is left out of it.
+  const warmed = new Set<string>()
+  const rows: string[] = []
+  for (const [index, [name, , target]] of services.entries()) {
+    if (index === 0) continue
+    const { ours, theirs, ratios } = await sideBySide(bases[index]! + PATH, bases[0]! + PATH, { rounds: ROUNDS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS, warmed })
+    const ratio = median(ratios)
+    const verdict = target === undefined ? '(no target)' : `≥ ${target}: ${ratio >= target ? 'met' : 'missed'}`
+    const of = (measures: Measure[], key: keyof Measure) => median(measures.map((measure) => measure[key]))
+    rows.push(`| ${name} | ${Math.round(of(ours, 'rps'))} | ${Math.round(of(theirs, 'rps'))} | ${of(ours, 'p50').toFixed(1)} | ${of(ours, 'p99').toFixed(1)} | ${hundredths(ratio)} | ${hundredths(Math.min(...ratios))}–${hundredths(Math.max(...ratios))} | ${verdict} |`)
+    console.log(rows.at(-1))
   }
-  const median = (measures: Measure[], key: keyof Measure) => measures.map((measure) => measure[key]).sort((a, b) => a - b)[1]!
-  const plain = median(runs[0]!, 'rps')
-  const rows = services.map(([name], index) => {
-    const rps = median(runs[index]!, 'rps')
-    return `| ${name} | ${rps.toFixed(0)} | ${median(runs[index]!, 'p50').toFixed(1)} | ${median(runs[index]!, 'p99').toFixed(1)} | ${(rps / plain).toFixed(2)} |`
-  })
   const table = [
-    `| uncached list page 1 (CACHE=off, ${ENTRIES} entries, ${LOAD_TOOL}, median of 3 alternating runs) | req/s | p50 ms | p99 ms | ÷ no callbacks |`,
-    '| --- | ---: | ---: | ---: | ---: |',
+    `| uncached list page 1 (CACHE=off, ${ENTRIES} entries, ${LOAD_TOOL} at ${CONNECTIONS} connections, ${SECONDS} s a measurement, ${ROUNDS} rounds alternating with no callbacks) | req/s | no callbacks req/s | p50 ms | p99 ms | ÷ no callbacks | rounds | target |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |',
     ...rows,
   ].join('\n')
   console.log(`\n${table}\n`)

@@ -81,3 +81,40 @@ function readAutocannon(text: string): Measure | undefined {
     return undefined
   }
 }
+
+/** Rounded down: a ratio of 0.849 reads 0.84, never a 0.85 that missed its target. */
+export function hundredths(ratio: number): string {
+  return (Math.floor(ratio * 100) / 100).toFixed(2)
+}
+
+export interface SideBySide {
+  ours: Measure[]
+  theirs: Measure[]
+  /** Each round's own ratio, ours ÷ theirs: its two measurements ran back to back. */
+  ratios: number[]
+}
+
+/**
+ * `ours` against `theirs`, `rounds` rounds of `seconds` each, alternating which goes first (AB, BA, …).
+ * A URL not yet in `warmed` is first put under load for `warmUpSeconds`, unmeasured (then added):
+ * a server's first load is slower while its JIT tiers up and its connections open (the uncached
+ * service took about 12 s to level off, a hand-written reference about 9). Throws when a
+ * measurement has failed requests. The median of `ratios` is what the machine's drift between
+ * rounds leaves alone; the ratio of the two sides' medians is not.
+ */
+export async function sideBySide(ours: string, theirs: string, options: { rounds: number; seconds: number; warmUpSeconds: number; warmed: Set<string> }): Promise<SideBySide> {
+  for (const url of [ours, theirs]) {
+    await load(LOAD_TOOL, url, options.warmed.has(url) ? 1 : options.warmUpSeconds)
+    options.warmed.add(url)
+  }
+  const runs = { ours: [] as Measure[], theirs: [] as Measure[] }
+  const urls = { ours, theirs }
+  for (let round = 0; round < options.rounds; round++) {
+    for (const side of round % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) {
+      const measure = await load(LOAD_TOOL, urls[side], options.seconds)
+      if (measure.errors) throw new Error(`${measure.errors} requests failed on ${urls[side]}`)
+      runs[side].push(measure)
+    }
+  }
+  return { ...runs, ratios: runs.ours.map((measure, round) => measure.rps / runs.theirs[round]!.rps) }
+}
