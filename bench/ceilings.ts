@@ -28,7 +28,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureBenchDatabase } from './dataset'
-import { CONNECTIONS, hundredths, LOAD_TOOL, median, readRounds, readSeconds, sideBySide } from './load'
+import { CONNECTIONS, LOAD_TOOL, median, ratioCells, readRounds, readSeconds, sideBySide } from './load'
 import { startBenchService, waitForStartChecks } from './service'
 import { setUpBench } from './setup'
 
@@ -79,9 +79,7 @@ try {
   const warmed = new Set<string>()
   for (const pair of pairs) {
     const { ours, theirs, ratios } = await sideBySide(pair.ours, pair.theirs, { rounds: ROUNDS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS, warmed })
-    const ratio = median(ratios)
-    const verdict = pair.target === null ? '(no target)' : `≥ ${pair.target}: ${ratio >= pair.target ? 'met' : 'missed'}`
-    rows.push(`| ${pair.name} | ${Math.round(median(ours.map((m) => m.rps)))} | ${Math.round(median(theirs.map((m) => m.rps)))} | ${hundredths(ratio)} | ${hundredths(Math.min(...ratios))}–${hundredths(Math.max(...ratios))} | ${verdict} |`)
+    rows.push(`| ${pair.name} | ${Math.round(median(ours.map((m) => m.rps)))} | ${Math.round(median(theirs.map((m) => m.rps)))} | ${ratioCells(ratios, pair.target)} |`)
     console.log(rows.at(-1))
   }
   const report = [

@@ -28,7 +28,7 @@ import { listStatement } from '../src/content/list-statement'
 import { MODEL_PARTS, type ModelPart } from '../src/hooks/extension'
 import { ensureBenchDatabase } from './dataset'
 import { explainPrepared } from './explain-list'
-import { CONNECTIONS, hundredths, LOAD_TOOL, median, readRounds, readSeconds, sideBySide, type Measure } from './load'
+import { CONNECTIONS, LOAD_TOOL, median, ratioCells, readRounds, readSeconds, sideBySide, type Measure } from './load'
 import { startBenchService, waitForStartChecks } from './service'
 import { setUpBench } from './setup'
 
@@ -77,10 +77,8 @@ try {
   for (const [index, [name, , target]] of services.entries()) {
     if (index === 0) continue
     const { ours, theirs, ratios } = await sideBySide(bases[index]! + PATH, bases[0]! + PATH, { rounds: ROUNDS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS, warmed })
-    const ratio = median(ratios)
-    const verdict = target === undefined ? '(no target)' : `≥ ${target}: ${ratio >= target ? 'met' : 'missed'}`
     const of = (measures: Measure[], key: keyof Measure) => median(measures.map((measure) => measure[key]))
-    rows.push(`| ${name} | ${Math.round(of(ours, 'rps'))} | ${Math.round(of(theirs, 'rps'))} | ${of(ours, 'p50').toFixed(1)} | ${of(ours, 'p99').toFixed(1)} | ${hundredths(ratio)} | ${hundredths(Math.min(...ratios))}–${hundredths(Math.max(...ratios))} | ${verdict} |`)
+    rows.push(`| ${name} | ${Math.round(of(ours, 'rps'))} | ${Math.round(of(theirs, 'rps'))} | ${of(ours, 'p50').toFixed(1)} | ${of(ours, 'p99').toFixed(1)} | ${ratioCells(ratios, target)} |`)
     console.log(rows.at(-1))
   }
   const table = [

@@ -83,7 +83,7 @@ function readAutocannon(text: string): Measure | undefined {
 }
 
 /** Rounded down: a ratio of 0.849 reads 0.84, never a 0.85 that missed its target. */
-export function hundredths(ratio: number): string {
+function hundredths(ratio: number): string {
   return (Math.floor(ratio * 100) / 100).toFixed(2)
 }
 
@@ -117,4 +117,14 @@ export async function sideBySide(ours: string, theirs: string, options: { rounds
     }
   }
   return { ...runs, ratios: runs.ours.map((measure, round) => measure.rps / runs.theirs[round]!.rps) }
+}
+
+/**
+ * A report's cells for `ratios` (sideBySide's): their median, their range, and the verdict against `target` (none: no target).
+ * @example ratioCells([0.8, 0.9, 0.85], 0.85) // '0.85 | 0.80–0.90 | ≥ 0.85: met'
+ */
+export function ratioCells(ratios: number[], target: number | null | undefined): string {
+  const ratio = median(ratios)
+  const verdict = target == null ? '(no target)' : `≥ ${target}: ${ratio >= target ? 'met' : 'missed'}`
+  return `${hundredths(ratio)} | ${hundredths(Math.min(...ratios))}–${hundredths(Math.max(...ratios))} | ${verdict}`
 }
