@@ -259,7 +259,8 @@ describe('C51: delivery that loses nothing', () => {
     const key = `entry-${entry}`
     await waitFor('the second purge', () => xkeysPurged(at).filter((each) => each === key).length === 2)
     const times = at.requests.filter((request) => request.headers.xkey.split(' ').includes(key)).map((request) => request.at)
-    expect(times[1] - times[0]).toBeGreaterThanOrEqual(390)
+    // The second is timed from when the purge was asked for, the first stamped when it arrived (it may wait behind a batch in flight).
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(300)
     await Bun.sleep(600)
     expect(xkeysPurged(at).filter((each) => each === key).length).toBe(2)
   })

@@ -180,8 +180,24 @@ describe('C40–C43: lists filtered by term and author', () => {
 })
 
 describe('C40/C41/C18: kept filter counts', () => {
-  /** Each term's and author's live entries of each type, counted one by one; and what the list says. */
+  /**
+   * Each term's and author's live entries of each type, counted one by one; and what the list says. An
+   * entry that went live between the count and the lists (a loaded machine stretches the rounds past
+   * the go-lives) makes another, right, total: the check is made again then, never when none did.
+   */
   async function checkTotals(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const [{ countedAt }] = await db.sql<{ countedAt: Date }[]>`select now() as "countedAt"`
+      const mismatches = await totalsAgainstLists()
+      if (mismatches.length === 0) break
+      const [{ wentLive }] = await db.sql<{ wentLive: boolean }[]>`select exists (select 1 from entries where published_at > ${countedAt} and published_at <= now()) as "wentLive"`
+      if (!wentLive || attempt === 5) expect(mismatches).toEqual([])
+    }
+    expect((await db.sql`select * from vitrine_live_filter_count_drift()`).length).toBe(0)
+  }
+
+  /** Where a list's total differs from the live entries counted one by one: `{ query, total, listed }`. */
+  async function totalsAgainstLists(): Promise<{ query: string; total: number; listed: number }[]> {
     const expected = await db.sql<{ query: string; total: number }[]>`
       select 'term=' || x.slug || ':' || t.slug as query, (
         select count(*)::int
@@ -202,11 +218,12 @@ describe('C40/C41/C18: kept filter counts', () => {
       )
       from authors a
     `
+    const mismatches = []
     for (const { query, total } of expected) {
       const response = await api.get(`/api/v1/content/post?${query}&per_page=1`)
-      expect({ query, total: response.body.meta.total }).toEqual({ query, total })
+      if (response.body.meta.total !== total) mismatches.push({ query, total, listed: response.body.meta.total })
     }
-    expect((await db.sql`select * from vitrine_live_filter_count_drift()`).length).toBe(0)
+    return mismatches
   }
 
   test('C40/C41/C1: totals stay exact through random writes of every kind, and at go-lives without a write', async () => {
