@@ -16,6 +16,7 @@ import type { Item } from '../content/schemas'
  * @example addFilter('service/api/content-item', callback, { schema: { add: { reading_time_minutes: t.Integer() } } })
  */
 export { Type as t } from '@sinclair/typebox'
+export { countWords } from './word-count'
 
 /** The name of the one filter hook. */
 export const CONTENT_ITEM_HOOK = 'service/api/content-item'
