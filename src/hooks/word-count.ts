@@ -12,9 +12,11 @@
 export function countWords(html: string): number {
   let words = 0
   let inWord = false
+  // Once no `>` follows, every `<` after is text: not looked for again (a body of `<`s stays linear).
+  let closes = true
   for (let at = 0; at < html.length; at++) {
     const code = html.charCodeAt(at)
-    if (code === LESS_THAN) {
+    if (code === LESS_THAN && closes) {
       // A `<` with no `>` after it is text, as in the expression.
       const end = html.indexOf('>', at + 1)
       if (end !== -1) {
@@ -22,6 +24,7 @@ export function countWords(html: string): number {
         inWord = false
         continue
       }
+      closes = false
     }
     if (isSpace(code)) inWord = false
     else if (!inWord) {
