@@ -13,6 +13,8 @@ describe('countWords, the word count extensions get from #vitrine/extension', ()
     expect(countWords('one <a href="x y z">two</a>')).toBe(2)
     expect(countWords('3 < 4 and 5>2')).toBe(byExpression('3 < 4 and 5>2'))
     expect(countWords('a <unclosed tag')).toBe(3)
+    // Linear: a million `<` and no `>` (the expression, and a search for `>` from each `<`, take quadratic time).
+    expect(countWords('<'.repeat(1_000_000))).toBe(1)
     expect(countWords('\u00a0wide\u3000spaces\u2028and\ufefflines\n')).toBe(4)
   })
 

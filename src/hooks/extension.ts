@@ -1,8 +1,8 @@
 /**
  * What an extension author works with: the types of the filter hook
  * `service/api/content-item` (service.md §6, contract C24–C31),
- * `defineExtension`, `itemTranslation`, and `t` to declare the fields a callback
- * adds. Extensions import it as `#vitrine/extension`, wherever they live (see
+ * `defineExtension`, `itemTranslation`, `countWords`, and `t` to declare the
+ * fields a callback adds. Extensions import it as `#vitrine/extension`, wherever they live (see
  * src/hooks/README.md).
  */
 import type { TSchema } from '@sinclair/typebox'
