@@ -2,8 +2,8 @@
  * What an extension author works with: the types of the filter hook
  * `service/api/content-item` (service.md §6, contract C24–C31),
  * `defineExtension`, `itemTranslation`, `countWords`, and `t` to declare the
- * fields a callback adds. Extensions import it as `#vitrine/extension`, wherever they live (see
- * src/hooks/README.md).
+ * fields a callback adds. Extensions import it as `#vitrine/extension`,
+ * wherever they live (see src/hooks/README.md).
  */
 import type { TSchema } from '@sinclair/typebox'
 import type { Item } from '../content/schemas'
