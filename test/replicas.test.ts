@@ -215,10 +215,13 @@ describe('C50: read replicas', () => {
     let sent = 0
     const failures: string[] = []
     let killed: Promise<void> | undefined
+    // The load goes on for 100 requests after the standby is down, however long its stop takes (a loaded
+    // machine could otherwise finish the 400 first, and nothing would have read from the dead replica).
+    let sentWhenDown = -1
     const client = async () => {
-      while (sent < 400) {
+      while (sent < 400 || sentWhenDown === -1 || sent < sentWhenDown + 100) {
         sent++
-        if (sent === 100) killed = standby.kill()
+        if (sent === 100) killed = standby.kill().finally(() => void (sentWhenDown = sent))
         const response = await uncached.get(sent % 2 ? LIST : ENTRY)
         const got = response.status === 200 ? (response.body.data.title ?? response.body.data[0]?.title) : undefined
         if (got !== title) failures.push(`${response.status} ${response.text.slice(0, 120)}`)
