@@ -5,6 +5,7 @@ import { NextGoLives } from '../src/cache/next-go-lives'
 import { cachedTestApp } from './support/cached-app'
 import { testApp } from './support/app'
 import { createTestDatabase } from './support/database'
+import { databaseClockPassed } from './support/database-clock'
 import { addAuthor, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
 import { startService } from './support/service'
 
@@ -213,7 +214,7 @@ describe('C36: every outside write shows on the next request after its notificat
       expect(cached.headers.get('cache-control')).toMatch(/^public, (max-age=[1-3]|no-cache)$/)
       expect((await capped.get(LIST)).headers.get('x-cache')).toBe('HIT')
       // Wait for the database's clock, not ours.
-      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${at} as passed`)[0].passed === false) await Bun.sleep(50)
+      await databaseClockPassed(db.sql, at)
       const after = await capped.get(LIST)
       expect([after.headers.get('x-cache'), after.body.meta.total]).toEqual(['MISS', 2])
       expect(after.headers.get('cache-control')).toBe('public, max-age=300')
@@ -249,7 +250,7 @@ describe('C36: a type\'s next go-live, read again only after a write to the type
       expect(readGoLive(app)).toBe(2)
       // Kept until the go-live: the answers that did not read it expire at it all the same.
       expect([(await app.get(`${LIST}/one`)).headers.get('x-cache'), (await app.get(LIST)).headers.get('x-cache')]).toEqual(['HIT', 'HIT'])
-      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${at} as passed`)[0].passed === false) await Bun.sleep(50)
+      await databaseClockPassed(db.sql, at)
       const after = await app.get(`${LIST}/soon`)
       // Once it has come, it is read again: the next one is none.
       expect([after.status, readGoLive(app)]).toEqual([200, 3])

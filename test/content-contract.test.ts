@@ -1,8 +1,8 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { createTestDatabase } from './support/database'
+import { databaseClockPassed, databaseTime, stillBefore } from './support/database-clock'
 import { testApp } from './support/app'
 import { addAuthor, addEntry, addImage, addLanguage, addTerm, clearContent } from './support/fixtures'
-import { waitFor } from './support/wait'
 
 const db = await createTestDatabase()
 await addLanguage(db.sql, 'fr', 'Français')
@@ -36,14 +36,13 @@ describe('visibility', () => {
 
   test('C1: an entry published with a future date appears by itself once its time passes', async () => {
     // The database's clock decides (C1), so the go-live is taken from it, and waited for on it.
-    const [{ goLive }] = await db.sql<{ goLive: Date }[]>`select now() + interval '2 seconds' as "goLive"`
+    const goLive = await databaseTime(db.sql, 2000)
     const soon = await addEntry(db.sql, { publishedAt: goLive, translations: { en: { slug: 'soon' } } })
     const listBefore = await api.get('/api/v1/content/post')
     const slugBefore = await api.get('/api/v1/content/post/soon')
-    const [{ stillBefore }] = await db.sql`select clock_timestamp() < ${goLive} as "stillBefore"`
-    expect(stillBefore, 'the two requests took the whole 2 s before the go-live: too slow a machine to judge').toBe(true)
+    expect(await stillBefore(db.sql, goLive), 'the two requests took the whole 2 s before the go-live: too slow a machine to judge').toBe(true)
     expect([listBefore.body.meta.total, slugBefore.status]).toEqual([0, 404])
-    await waitFor('the database clock passes the go-live', async () => (await db.sql`select now() >= ${goLive} as live`)[0].live)
+    await databaseClockPassed(db.sql, goLive)
     expect(ids((await api.get('/api/v1/content/post')).body)).toEqual([soon])
     expect((await api.get('/api/v1/content/post/soon')).body.data.id).toBe(soon)
   })

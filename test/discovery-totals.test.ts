@@ -3,6 +3,7 @@ import { connectDatabase } from '../src/db/connect'
 import { testApp } from './support/app'
 import { cachedTestApp } from './support/cached-app'
 import { createTestDatabase } from './support/database'
+import { databaseClockPassed, databaseTime } from './support/database-clock'
 import { addContentType, addEntry, addTerm, clearContent, writeUnheard } from './support/fixtures'
 import { random } from './support/random'
 
@@ -81,12 +82,6 @@ async function checkAgainstLists(label: string) {
   for (const type of types) expect([label, type.slug, type.total]).toEqual([label, type.slug, (await api.get(`/api/v1/content/${type.slug}?per_page=1`)).body.meta.total])
 }
 
-/** The database's clock, `ms` from now. */
-async function databaseTime(ms: number): Promise<Date> {
-  const [{ at }] = await db.sql<{ at: Date }[]>`select now() + ${ms} * interval '1 millisecond' as at`
-  return at
-}
-
 /** A check that must hold before `goLive`; one that a slow machine let run past it says nothing (the next check runs after it). */
 async function checkBefore(goLive: Date, label: string) {
   try {
@@ -109,7 +104,7 @@ describe('C46: term and content type totals equal the lists they count', () => {
     // Entries that go live during the test all do at one moment per round, after that round's writes and first
     // check (0.2–0.5 s together here: 2 s leaves them room on a loaded machine; checkBefore says nothing of a
     // check that overran, and the check after the go-live runs whatever happened before it).
-    let goLive = await databaseTime(2000)
+    let goLive = await databaseTime(db.sql, 2000)
     const someTime = () => rng.pick([null, new Date(Date.now() - rng.next() * 1e9), goLive, new Date(Date.now() + 86_400_000)])
     for (let i = 0; i < 30; i++) {
       entries.push(
@@ -123,7 +118,7 @@ describe('C46: term and content type totals equal the lists they count', () => {
     }
     await checkBefore(goLive, 'initial')
     for (let round = 0; round < 4; round++) {
-      goLive = await databaseTime(2000)
+      goLive = await databaseTime(db.sql, 2000)
       for (let i = 0; i < 12; i++) {
         const entry = rng.pick(entries)
         const term = rng.pick(terms)
@@ -140,7 +135,7 @@ describe('C46: term and content type totals equal the lists they count', () => {
       }
       await checkBefore(goLive, `round ${round}`)
       // Entries go live while nobody writes.
-      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${goLive} as passed`)[0].passed === false) await Bun.sleep(50)
+      await databaseClockPassed(db.sql, goLive)
       await checkAgainstLists(`round ${round}, after its go-lives`)
     }
   }, 60_000)
@@ -191,7 +186,7 @@ describe('C46: a term list reads its page by name and its meta.total from term_l
     })
     try {
       await held
-      const goLive = await databaseTime(3000)
+      const goLive = await databaseTime(db.sql, 3000)
       for (let i = 0; i < 16; i++) {
         const entry = rng.pick(entries)
         const term = rng.pick(terms)
@@ -209,7 +204,7 @@ describe('C46: a term list reads its page by name and its meta.total from term_l
       const [{ dirty }] = await db.sql<{ dirty: number }[]>`select count(*)::int as dirty from term_list_dirty`
       expect(dirty).toBeGreaterThan(0)
       await checkBefore(goLive, 'dirty')
-      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${goLive} as passed`)[0].passed === false) await Bun.sleep(50)
+      await databaseClockPassed(db.sql, goLive)
       await checkAgainstLists('dirty, after the go-lives')
     } finally {
       release()
@@ -282,7 +277,7 @@ describe('C46/C2: a term that only hidden entries carry', () => {
       expect((await cached.get(terms)).headers.get('x-cache')).toBe('HIT')
       expect((await cached.get('/api/v1/content-types')).body.data.find((type: any) => type.slug === 'post').total).toBe(1)
       // Wait for the database's clock, not ours.
-      while ((await db.sql<{ passed: boolean }[]>`select now() >= ${at} as passed`)[0].passed === false) await Bun.sleep(50)
+      await databaseClockPassed(db.sql, at)
       const after = await cached.get(terms)
       expect(after.headers.get('x-cache')).toBe('MISS')
       expect(after.body.data).toEqual([

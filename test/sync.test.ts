@@ -9,7 +9,7 @@ import { createTestDatabase } from './support/database'
 import { writeInFlight } from './support/writer-in-flight'
 import { addAuthor, addContentType, addEntry, addImage, addLanguage, addTerm, clearContent, setDefaultLanguage, writeUnheard } from './support/fixtures'
 import { random } from './support/random'
-import { waitFor } from './support/wait'
+import { databaseClockPassed, databaseTime, stillBefore } from './support/database-clock'
 
 /**
  * C48: `GET /api/v1/sync/{type}`. A copy kept by an initial sync and deltas
@@ -191,12 +191,8 @@ describe('C48 each kind of write reaches exactly the entries that show it', () =
 
   // The go-lives below are taken from the database's clock (C1), 2 s ahead: the writes before them take a
   // few hundred ms on a loaded machine, and a go-live that passed first would make another, right, answer.
-  const databaseTime = async (ms: number) => (await db.sql<{ at: Date }[]>`select now() + ${ms} * interval '1 millisecond' as at`)[0]!.at
-  const clockPassed = (at: Date) => waitFor('the database clock passes the go-live', async () => (await db.sql`select now() >= ${at} as passed`)[0]!.passed)
-  const stillBefore = async (at: Date) => (await db.sql`select clock_timestamp() < ${at} as before`)[0]!.before as boolean
-
   test('C2: an embargoed entry withdrawn or postponed before its time never shows in deleted, even asked after that time', async () => {
-    const goLive = await databaseTime(2000)
+    const goLive = await databaseTime(db.sql, 2000)
     const withdrawn = await addEntry(db.sql, { publishedAt: goLive })
     const postponed = await addEntry(db.sql, { publishedAt: goLive })
     const live = await addEntry(db.sql)
@@ -204,19 +200,19 @@ describe('C48 each kind of write reaches exactly the entries that show it', () =
     await db.sql`update entries set status = 'draft' where id = ${withdrawn}`
     await db.sql`update entries set published_at = now() + interval '1 day' where id = ${postponed}`
     await db.sql`update entries set status = 'draft' where id = ${live}`
-    expect(await stillBefore(goLive), 'the writes took the whole 2 s before the go-live: too slow a machine to judge').toBe(true)
-    await clockPassed(goLive)
+    expect(await stillBefore(db.sql, goLive), 'the writes took the whole 2 s before the go-live: too slow a machine to judge').toBe(true)
+    await databaseClockPassed(db.sql, goLive)
     const delta = await plain.get(next)
     expect([delta.body.data, delta.body.deleted]).toEqual([[], [live]])
   })
 
   test('a go-live: an embargoed entry whose time comes is in the next delta, with no write', async () => {
-    const goLive = await databaseTime(2000)
+    const goLive = await databaseTime(db.sql, 2000)
     const soon = await addEntry(db.sql, { publishedAt: goLive })
     const { next, copy } = await follow(plain, '/api/v1/sync/post')
-    expect(await stillBefore(goLive), 'the first sync took the whole 2 s before the go-live: too slow a machine to judge').toBe(true)
+    expect(await stillBefore(db.sql, goLive), 'the first sync took the whole 2 s before the go-live: too slow a machine to judge').toBe(true)
     expect(copy.has(soon)).toBe(false)
-    await clockPassed(goLive)
+    await databaseClockPassed(db.sql, goLive)
     const delta = await plain.get(next)
     expect(delta.body.data.map((item: any) => item.id)).toEqual([soon])
   })
