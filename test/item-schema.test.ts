@@ -28,3 +28,30 @@ describe('C31: the declared shape, timestamps included', () => {
     expect(mismatch(item)).toBeUndefined()
   })
 })
+
+describe('C31: a closed shape checked with a set of its keys', () => {
+  test('the same answer, and the same message, as TypeBox checking the closed schema itself', async () => {
+    const { TypeCompiler } = await import('@sinclair/typebox/compiler')
+    const { changeItemSchema } = await import('../src/hooks/item-schema')
+    const { Type } = await import('@sinclair/typebox')
+    const shape = changeItemSchema(Item, { add: { reading_minutes: Type.Integer(), note: Type.Optional(Type.String()) }, remove: ['excerpt'] })
+    const ours = compileMismatchFinder(shape)
+    const theirs = TypeCompiler.Compile(shape)
+    const item = { ...toItem({ ...row, author: { id: 3, name: 'Ada' }, terms: [{ id: 1, name: 'a', slug: 'a' }] }, 'https://cms.example.com/media'), reading_minutes: 2 }
+    const { excerpt: _, ...withoutExcerpt } = item
+    const bare = Object.assign(Object.create(null), item)
+    const values: unknown[] = [
+      item, withoutExcerpt, bare, null, [], 'item', 42,
+      { ...item, extra: 1 }, { ...item, note: 'n' }, { ...item, note: undefined }, { ...item, note: 3 }, { ...item, alternates: undefined },
+      { ...item, reading_minutes: undefined }, { ...item, reading_minutes: 1.5 }, { ...item, id: '1' }, { ...item, author: { id: 3, name: 'Ada', extra: true } },
+      { ...item, terms: [{ id: 1, name: 'a', slug: 'a', taxonomy: 'x' }] }, Object.assign(Object.create(null), item, { constructor: 1 }), Object.assign(Object.create(null), item, { ['__proto__']: 1 }),
+      Object.defineProperty({ ...item }, 'hidden', { value: 1, enumerable: false }), { ...item, [Symbol('s')]: 1 },
+    ]
+    for (const value of values) {
+      const first = theirs.Check(value) ? undefined : theirs.Errors(value).First()
+      expect(ours(value)).toBe(first ? `${first.path || '/'}: ${first.message}` : undefined)
+    }
+    expect(ours({ ...item, extra: 1 })).toBeString()
+    expect(ours(item)).toBeUndefined()
+  })
+})

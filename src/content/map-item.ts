@@ -53,7 +53,51 @@ export function selectFields<Data extends object>(items: readonly (Data | null)[
  * @example formatTimestamp(1767259800) // '2026-01-01T09:30:00+00:00'
  */
 export function formatTimestamp(unixSeconds: number): string {
-  return `${new Date(unixSeconds * 1000).toISOString().slice(0, 19)}+00:00`
+  // Twice an item and once a model (issue 45), and the same entries' timestamps again on every request
+  // for the same pages: a string made once is handed out again, already hashed for C31's format check
+  // (item-schema.ts), which remembers valid values in a Set.
+  const known = formattedTimestamps.get(unixSeconds)
+  if (known !== undefined) return known
+  const formatted = formatWholeSeconds(unixSeconds)
+  if (formattedTimestamps.size >= REMEMBERED_TIMESTAMPS) formattedTimestamps.clear()
+  formattedTimestamps.set(unixSeconds, formatted)
+  return formatted
+}
+
+/** How many formatted timestamps formatTimestamp keeps before it starts over. */
+const REMEMBERED_TIMESTAMPS = 10_000
+const formattedTimestamps = new Map<number, string>()
+
+/**
+ * Whole seconds (epochSeconds floors them) in years 0001-9999 (it clamps them), by arithmetic rather
+ * than a Date and its ISO string: the same string as
+ * `new Date(unixSeconds * 1000).toISOString().slice(0, 19) + '+00:00'` (test/map-item.test.ts).
+ */
+function formatWholeSeconds(unixSeconds: number): string {
+  const days = Math.floor(unixSeconds / 86_400)
+  const second = unixSeconds - days * 86_400
+  const hour = Math.floor(second / 3_600)
+  const minute = Math.floor((second % 3_600) / 60)
+  const { year, month, day } = civilDate(days)
+  return `${TWO_DIGITS[Math.floor(year / 100)]}${TWO_DIGITS[year % 100]}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[hour]}:${TWO_DIGITS[minute]}:${TWO_DIGITS[second % 60]}+00:00`
+}
+
+/** '00' to '99'. */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, value) => String(value).padStart(2, '0'))
+
+/**
+ * The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`,
+ * https://howardhinnant.github.io/date_algorithms.html): eras of 400 years from 0000-03-01.
+ */
+function civilDate(days: number): { year: number; month: number; day: number } {
+  const shifted = days + 719_468
+  const era = Math.floor(shifted / 146_097)
+  const dayOfEra = shifted - era * 146_097
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1_460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365)
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100))
+  const monthFromMarch = Math.floor((5 * dayOfYear + 2) / 153)
+  const month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+  return { year: yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day: dayOfYear - Math.floor((153 * monthFromMarch + 2) / 5) + 1 }
 }
 
 /**
@@ -63,8 +107,13 @@ export function formatTimestamp(unixSeconds: number): string {
  */
 export function mediaUrl(path: string, mediaBaseUrl: string): string {
   if (/^https?:\/\//i.test(path)) return path
-  return `${mediaBaseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`
+  // Three times an item: the base is trimmed once for as long as it stays the same, a path only when it starts with a slash.
+  if (mediaBaseUrl !== trimmedBase.of) trimmedBase = { of: mediaBaseUrl, trimmed: mediaBaseUrl.replace(/\/+$/, '') }
+  return `${trimmedBase.trimmed}/${path.charCodeAt(0) === 47 ? path.replace(/^\/+/, '') : path}`
 }
+
+/** The last media base URL mediaUrl was given, without its trailing slashes. */
+let trimmedBase = { of: '', trimmed: '' }
 
 function toFeaturedImage(image: NonNullable<EntryRow['image']>, mediaBaseUrl: string): Item['featured_image'] {
   const url = mediaUrl(image.path, mediaBaseUrl)

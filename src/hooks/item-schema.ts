@@ -60,9 +60,19 @@ export function changeItemSchema(before: TObject, change: ItemSchemaChange): TOb
  */
 export function compileMismatchFinder(schema: TObject): (value: unknown) => string | undefined {
   const check: TypeCheck<TObject> = TypeCompiler.Compile(schema)
-  return (value) => {
-    if (check.Check(value)) return undefined
+  const mismatch = (value: unknown) => {
     const first = check.Errors(value).First()
     return first ? `${first.path || '/'}: ${first.message}` : 'it does not match'
+  }
+  if (schema.additionalProperties !== false) return (value) => (check.Check(value) ? undefined : mismatch(value))
+  // Closed, with optional keys (the item's are): TypeBox checks each own key against an array of the
+  // keys. The same check with a Set costs half of a whole output's check, done for every callback
+  // and item (issue 45). What does not match is still told by TypeBox's errors of the closed schema.
+  const open = TypeCompiler.Compile(Type.Object(schema.properties))
+  const keys = new Set(Object.keys(schema.properties))
+  return (value) => {
+    if (!open.Check(value)) return mismatch(value)
+    for (const key of Object.getOwnPropertyNames(value)) if (!keys.has(key)) return mismatch(value)
+    return undefined
   }
 }

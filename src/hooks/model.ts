@@ -58,9 +58,17 @@ export function modelsFor(filters: readonly RegisteredFilter[], rows: readonly E
  * @example deepFreeze(toEntryModel(row, mediaBaseUrl))
  */
 export function deepFreeze<Value>(value: Value): Value {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const inner of Object.values(value)) deepFreeze(inner)
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value
+  Object.freeze(value)
+  // Every model of a page is frozen: no array of values per object, and no call per string (issue 45).
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) freezeInner(value[index])
+  } else {
+    for (const key in value) if (Object.hasOwn(value, key)) freezeInner(value[key])
   }
   return value
+}
+
+function freezeInner(value: unknown): void {
+  if (typeof value === 'object' && value !== null) deepFreeze(value)
 }
