@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { findStatement } from '../src/content/entry-statement'
+import { composeList, listStatement } from '../src/content/list-statement'
+import type { ListOptions } from '../src/content/list-pages'
 import { flatten, StatementTexts } from '../src/db/statement-text'
 import { createTestDatabase } from './support/database'
 
@@ -22,6 +24,22 @@ describe('issue 45: statements flattened once per shape', () => {
       expect(fromTemplate!.string).toBe(fromFragments!.string)
       expect((flattened as unknown as { parameters: unknown[] }).parameters).toEqual((composed as unknown as { parameters: unknown[] }).parameters)
       expect(flatten(composed).strings.length).toBe(flatten(composed).parameters.length + 1)
+    }
+  })
+
+  test('the list statement, flattened per shape and way in, has the text and parameters of its fragments, each time with its own values', async () => {
+    const starts: ListOptions['start'][] = [{ offset: 0 }, { offset: 40 }, { after: { publishedAt: { seconds: 1_767_259_800, microseconds: 250 }, id: 7 } }, { after: { publishedAt: { seconds: -Infinity, microseconds: 0 }, id: 9 } }, { after: { publishedAt: null, id: 12 } }]
+    // Each of these differs from the first in one thing the text depends on: a shape key missing it would give them the first's text.
+    const shapes: Partial<ListOptions>[] = [{}, { model: [] }, { model: ['terms'] }, { alternates: true }, { highlights: true }, { countByScan: true }, { readGoLive: false }, { lang: 'fr', model: ['fieldValues', 'shownTranslation'], alternates: true, highlights: true, countByScan: true, readGoLive: false }]
+    for (const shape of shapes) {
+      for (const [index, start] of starts.entries()) {
+        const options: ListOptions = { type: index % 2 ? 'page' : 'post', lang: undefined, limit: 10 + index, start, ...shape }
+        const flattened = listStatement(db.sql, options)
+        const composed = composeList(db.sql, options, { type: options.type, lang: options.lang, limit: options.limit, rows: options.limit + 1 }, start)
+        const [fromTemplate, fromFragments] = (await Promise.all([flattened.describe(), composed.describe()])) as unknown as { string: string }[]
+        expect(fromTemplate!.string).toBe(fromFragments!.string)
+        expect((flattened as unknown as { parameters: unknown[] }).parameters).toEqual((composed as unknown as { parameters: unknown[] }).parameters)
+      }
     }
   })
 

@@ -1,6 +1,7 @@
 import type { PendingQuery, Row } from 'postgres'
 import type { Sql } from '../db/connect'
 import { runRead } from '../db/read'
+import { StatementTexts } from '../db/statement-text'
 import { READ_EVERY_TIME } from '../cache/next-go-lives'
 import { filteredListStatement, isFiltered, shapeOf } from './filtered-list-statement'
 import { pageAfter, pageByOffset, type ListOptions } from './list-pages'
@@ -66,12 +67,45 @@ export function isHeavyList(options: Pick<ListOptions, 'start' | 'countByScan' |
  * (C18), and where a page by offset starts in the undated range.
  */
 export function listStatement(sql: Sql, options: ListOptions): PendingQuery<ResultRow[]> {
-  const { type, lang, limit, start, countByScan = false, filters } = options
+  const { type, lang, limit, start, filters } = options
   if (isFiltered(filters)) return filteredListStatement(sql, { ...options, filters })
-  const rows = limit + 1
+  // One more row than the page is selected, not built: whether a live entry follows it (C39).
+  const page = { type, lang, limit, rows: limit + 1 }
+  const shape = `${options.model ? [...options.model].sort().join(',') : '-'} ${options.alternates ? 'alternates' : ''} ${options.highlights ? 'highlights' : ''} ${options.countByScan ? 'scan' : ''} ${options.readGoLive === false ? 'go-live known' : ''}`
+  if ('offset' in start) return listTexts.byOffset.run(sql, shape, (value) => composeList(sql, options, value, { offset: value.offset }), { ...page, offset: start.offset })
+  const { publishedAt, id } = start.after
+  if (publishedAt === null) return listTexts.afterUndated.run(sql, shape, (value) => composeList(sql, options, value, { after: { publishedAt: null, id: value.id } }), { ...page, id })
+  return listTexts.afterDated.run(
+    sql,
+    shape,
+    (value) => composeList(sql, options, value, { after: { publishedAt: { seconds: value.seconds, microseconds: value.microseconds }, id: value.id } }),
+    { ...page, ...publishedAt, id },
+  )
+}
+
+type PageValues = {
+  type: string
+  lang: string | undefined
+  limit: number
+  rows: number
+}
+
+/**
+ * The unfiltered list statement's text per shape and way in (issue 45): composed from its fragments
+ * once, then made with each request's values (src/db/statement-text.ts). Composing it, about 40
+ * fragments, each a promise of postgres.js, was about 6% of the process's CPU per uncached page.
+ */
+const listTexts = {
+  byOffset: new StatementTexts<PageValues & { offset: number }>(['type', 'lang', 'limit', 'rows', 'offset']),
+  afterDated: new StatementTexts<PageValues & { seconds: number; microseconds: number; id: number }>(['type', 'lang', 'limit', 'rows', 'seconds', 'microseconds', 'id']),
+  afterUndated: new StatementTexts<PageValues & { id: number }>(['type', 'lang', 'limit', 'rows', 'id']),
+}
+
+/** listStatement's text, of `options`' shape, with `page`'s values and `start` (stand-ins while flattened; test/statement-text.test.ts composes it with values). */
+export function composeList(sql: Sql, options: ListOptions, { type, lang, limit, rows }: PageValues, start: ListOptions['start']): PendingQuery<ResultRow[]> {
   return sql<ResultRow[]>`
     with ${commonTables(sql, type, lang)},
-    ${liveCounts(sql, countByScan)},
+    ${liveCounts(sql, options.countByScan ?? false)},
     ${'offset' in start ? pageByOffset(sql, rows, start.offset) : pageAfter(sql, rows, start.after)},
     selected_entries as (
       select *

@@ -1138,6 +1138,19 @@ export const MUTANTS: Mutant[] = [
     edits: [{ file: 'src/hooks/item-schema.ts', find: '    if (!check(value)) return false', replace: '    if (!check(value)) {\n      valid.add(value)\n      return false\n    }' }],
     tests: ['test/item-schema.test.ts'],
   },
+  // Issue 45: the list statement flattened per shape, and C31's closed-shape check with a set of keys.
+  {
+    id: 'list-shape-forgets-highlights',
+    regression: 'C55: the list statement\'s shape key leaves out highlights, so a page asked with include=highlights gets the text of one without them (or the other way round)',
+    edits: [{ file: 'src/content/list-statement.ts', find: " ${options.highlights ? 'highlights' : ''}", replace: '' }],
+    tests: ['test/statement-text.test.ts'],
+  },
+  {
+    id: 'closed-shape-takes-extra-keys',
+    regression: 'C31: a callback output with a key its declaration does not add passes the check',
+    edits: [{ file: 'src/hooks/item-schema.ts', find: 'if (!keys.has(key)) return mismatch(value)', replace: 'if (!keys.has(key) && key.startsWith(\'__\')) return mismatch(value)' }],
+    tests: ['test/item-schema.test.ts'],
+  },
   // Issue 45: a content route's plain GET answered outside the framework (src/content/routes.ts, src/http/request-policy.ts).
   {
     id: 'plain-get-without-cors',
