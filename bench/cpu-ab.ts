@@ -7,9 +7,11 @@
  * which side of the database and the process a change moved (issue 45). Linux only.
  * PATH (default the uncached single entry) is asked of both; BENCH_ENV (JSON, default
  * `{"CACHE":"off"}`) is each service's environment, BENCH_ENV_B (merged over it) the second's; BENCH_SECONDS (default 3) each measurement;
+ * BENCH_WARM_UP (default 1) the seconds each service is first under load, unmeasured. The last column counts the
+ * responses that were not 2xx, or failed: a side answering errors fast would look cheap.
  * DATABASE_URL the server (unset: the embedded PostgreSQL). BENCH_PIN=1 puts both services on the
  * second CPU and everything else (wrk, this script, every PostgreSQL process) on the first, for the
- * run's length: a service's CPU per request is then not disturbed by the others (the PostgreSQL
+ * run's length (meant to keep the others off the services' CPU; in practice no steadier here: docs/benchmarks.md) (the PostgreSQL
  * processes are given both CPUs back at the end).
  * @example git worktree add /tmp/before HEAD~1 && ln -s $PWD/node_modules /tmp/before/ && bun run bench:cpu-ab /tmp/before .
  */
@@ -90,26 +92,27 @@ try {
     pin([process.pid, ...postgresPids()], '0')
     pin(services.map(({ service }) => service.process.pid), '1')
   }
-  const runs = new Map(services.map(({ name }) => [name, { rps: [] as number[], service: [] as number[], postgres: [] as number[] }]))
-  for (const { service } of services) await load(LOAD_TOOL, service.base + path, 1)
+  const runs = new Map(services.map(({ name }) => [name, { rps: [] as number[], service: [] as number[], postgres: [] as number[], errors: 0 }]))
+  for (const { service } of services) await load(LOAD_TOOL, service.base + path, Math.max(1, Number(process.env.BENCH_WARM_UP ?? 1)))
   for (let round = 0; round < ROUNDS; round++) {
     for (const { name, service } of round % 2 === 0 ? services : [...services].reverse()) {
       const [process0, postgres0] = [cpuOf(service.process.pid), postgresCpu()]
-      const { rps } = await load(LOAD_TOOL, service.base + path, SECONDS)
+      const { rps, errors } = await load(LOAD_TOOL, service.base + path, SECONDS)
       const requests = rps * SECONDS
       const run = runs.get(name)!
       run.rps.push(rps)
+      run.errors += errors
       run.service.push((cpuOf(service.process.pid) - process0) / 1000 / requests)
       run.postgres.push((postgresCpu() - postgres0) / 1000 / requests)
     }
   }
   console.log(`\`${path}\`, ${LOAD_TOOL} at 32 connections, ${SECONDS} s a measurement, ${ROUNDS} rounds alternating, medians (least–most)${PIN ? ', the services on a CPU of their own' : ''}; CPU per request:\n`)
-  console.log('| checkout | req/s | ÷ A | service µs | PostgreSQL µs |\n| --- | ---: | ---: | ---: | ---: |')
+  console.log('| checkout | req/s | ÷ A | service µs | PostgreSQL µs | errors |\n| --- | ---: | ---: | ---: | ---: | ---: |')
   const base = median(runs.get(services[0]!.name)!.rps)
   const spread = (values: number[]) => `${median(values).toFixed(1)} (${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)})`
   for (const { name } of services) {
     const run = runs.get(name)!
-    console.log(`| ${name} | ${Math.round(median(run.rps))} | ${(median(run.rps) / base).toFixed(3)} | ${spread(run.service)} | ${spread(run.postgres)} |`)
+    console.log(`| ${name} | ${Math.round(median(run.rps))} | ${(median(run.rps) / base).toFixed(3)} | ${spread(run.service)} | ${spread(run.postgres)} | ${run.errors} |`)
   }
 } finally {
   if (PIN) pin(postgresPids(), '0,1')
