@@ -17,6 +17,8 @@ describe('C13: formatTimestamp', () => {
     expect(formatTimestamp(951_782_400)).toBe('2000-02-29T00:00:00+00:00')
     expect(formatTimestamp(FIRST)).toBe('0001-01-01T00:00:00+00:00')
     expect(formatTimestamp(LAST)).toBe('9999-12-31T23:59:59+00:00')
+    // Outside what the statements send (whole seconds, clamped): as the Date formats it.
+    for (const odd of [LAST + 1, FIRST - 1, 1.5, -0.25, 8.64e12]) expect(formatTimestamp(odd)).toBe(byDate(odd))
   })
 
   test('the same string as the Date it replaced: every day of a 400-year era, and random seconds of the whole range', () => {

@@ -58,11 +58,17 @@ export function formatTimestamp(unixSeconds: number): string {
   // (item-schema.ts), which remembers valid values in a Set.
   const known = formattedTimestamps.get(unixSeconds)
   if (known !== undefined) return known
+  // What the statements never send (they floor and clamp: epochSeconds) is formatted as it always was.
+  if (!Number.isInteger(unixSeconds) || unixSeconds < FIRST_SECOND || unixSeconds > LAST_SECOND) return `${new Date(unixSeconds * 1000).toISOString().slice(0, 19)}+00:00`
   const formatted = formatWholeSeconds(unixSeconds)
   if (formattedTimestamps.size >= REMEMBERED_TIMESTAMPS) formattedTimestamps.clear()
   formattedTimestamps.set(unixSeconds, formatted)
   return formatted
 }
+
+/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, the range epochSeconds clamps to. */
+const FIRST_SECOND = -62_135_596_800
+const LAST_SECOND = 253_402_300_799
 
 /** How many formatted timestamps formatTimestamp keeps before it starts over. */
 const REMEMBERED_TIMESTAMPS = 10_000
