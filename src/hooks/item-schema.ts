@@ -64,12 +64,16 @@ export function compileMismatchFinder(schema: TObject): (value: unknown) => stri
     const first = check.Errors(value).First()
     return first ? `${first.path || '/'}: ${first.message}` : 'it does not match'
   }
-  if (schema.additionalProperties !== false) return (value) => (check.Check(value) ? undefined : mismatch(value))
-  // Closed, with optional keys (the item's are): TypeBox checks each own key against an array of the
-  // keys. The same check with a Set costs half of a whole output's check, done for every callback
-  // and item (issue 45). What does not match is still told by TypeBox's errors of the closed schema.
+  const known = Object.getOwnPropertyNames(schema.properties)
+  // Closed, with optional keys (the item's are) and no bounds on the number of keys: TypeBox checks each
+  // own key against an array of the keys. The same check with a Set costs half of a whole output's
+  // check, done for every callback and item (issue 45). Closed with every key required, TypeBox
+  // counts the own keys instead, which differs for an inherited one: that check is TypeBox's own.
+  const keysInArray = schema.additionalProperties === false && (schema.required?.length ?? 0) !== known.length && schema.minProperties === undefined && schema.maxProperties === undefined
+  if (!keysInArray) return (value) => (check.Check(value) ? undefined : mismatch(value))
+  // What does not match is still told by TypeBox's errors of the closed schema.
   const open = TypeCompiler.Compile(Type.Object(schema.properties))
-  const keys = new Set(Object.keys(schema.properties))
+  const keys = new Set(known)
   return (value) => {
     if (!open.Check(value)) return mismatch(value)
     for (const key of Object.getOwnPropertyNames(value)) if (!keys.has(key)) return mismatch(value)
